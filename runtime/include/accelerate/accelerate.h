@@ -1,0 +1,5 @@
+// accel's runtime: make a LibTorch training program data-parallel.
+// Public headers compile as C++17, like the programs that include them.
+#pragma once
+
+#include "accelerate/state.h"

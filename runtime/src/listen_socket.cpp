@@ -1,0 +1,51 @@
+#include "listen_socket.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace accelerate::detail {
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    throw std::runtime_error("accelerate: cannot resolve the main process address '" + host +
+                             "': " + gai_strerror(rc));
+  }
+  std::string last_error = "no address";
+  for (addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
+    int fd = socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC,
+                    candidate->ai_protocol);
+    if (fd < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    const int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 && listen(fd, 128) == 0) {
+      freeaddrinfo(found);
+      return fd;
+    }
+    last_error = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(found);
+  throw std::runtime_error("accelerate: rank 0 cannot listen on " + host + ":" + service +
+                           " for the rendezvous: " + last_error);
+}
+
+} // namespace accelerate::detail

@@ -1,0 +1,184 @@
+#include "process_group.h"
+
+#include "listen_socket.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace accelerate::detail {
+namespace {
+
+std::string address_of(const ProcessInfo& info) {
+  return info.master_addr + ":" + std::to_string(info.master_port);
+}
+
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(timeout.count()) / 1000.0);
+  return text;
+}
+
+c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo& info,
+                                           std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(info.master_port);
+  options.isServer = info.rank == 0;
+  options.numWorkers = info.world_size;
+  // We check arrivals ourselves so that a timeout can name the missing ranks.
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  if (options.isServer) {
+    // Bind the listening socket ourselves so that the store listens on master_addr only
+    // (a loopback job accepts no connection from outside the machine).
+    options.masterListenFd = listen_on(info.master_addr, info.master_port);
+  }
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
+                             " could not reach the rendezvous store at " + address_of(info) +
+                             " within " + seconds_text(timeout) + ": " + error.what());
+  }
+}
+
+bool store_has(c10d::Store& store, const std::vector<std::string>& keys, const ProcessInfo& info) {
+  try {
+    return store.check(keys);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
+                             " lost the rendezvous store at " + address_of(info) +
+                             " (rank 0 exited or failed): " + error.what());
+  }
+}
+
+// Every rank checks in and waits for the others, so a missing peer is reported by name.
+void wait_for_all_ranks(c10d::Store& store, const ProcessInfo& info,
+                        std::chrono::milliseconds timeout) {
+  store.set("accel/arrived/" + std::to_string(info.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int rank = 0; rank < info.world_size; ++rank) {
+    keys.push_back("accel/arrived/" + std::to_string(rank));
+  }
+  // Polled rather than store.wait(): after a timed-out wait the client connection is unusable,
+  // and we still need it to find out who is missing.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!store_has(store, keys, info)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string missing;
+      for (int rank = 0; rank < info.world_size; ++rank) {
+        if (!store_has(store, {keys[rank]}, info)) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+        }
+      }
+      throw std::runtime_error("accelerate: rendezvous at " + address_of(info) +
+                               " timed out after " + seconds_text(timeout) + " on rank " +
+                               std::to_string(info.rank) + " of " +
+                               std::to_string(info.world_size) + "; never arrived: rank(s) " +
+                               missing);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
+                                            const ProcessInfo& info,
+                                            std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // The device is the address peers reach this process on: loopback for a one-machine job,
+  // GLOO_SOCKET_IFNAME's interface or the host name's address otherwise.
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (is_loopback(info.master_addr)) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size,
+                                                     options);
+}
+
+#ifdef USE_C10D_NCCL
+c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
+                                            const ProcessInfo& info,
+                                            std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, info.rank, info.world_size,
+                                                     options);
+}
+#endif
+
+} // namespace
+
+std::string choose_backend(const std::string& requested, c10::DeviceType device) {
+  std::string backend = requested;
+  if (backend == "auto" || backend.empty()) {
+    backend = device == c10::DeviceType::CUDA ? "nccl" : "gloo";
+  }
+  if (backend == "gloo") {
+    return backend;
+  }
+  if (backend == "nccl") {
+#ifdef USE_C10D_NCCL
+    return backend;
+#else
+    throw std::runtime_error("accelerate: the NCCL backend was requested but this runtime was "
+                             "built without it (configure with -DACCEL_WITH_CUDA=ON against a "
+                             "CUDA LibTorch)");
+#endif
+  }
+  throw std::invalid_argument("accelerate: unknown backend '" + requested +
+                              "' (expected gloo, nccl or auto)");
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo& info,
+                                                    c10::DeviceType device,
+                                                    const ProcessGroupOptions& options) {
+  std::shared_ptr<ProcessGroup> group(new ProcessGroup());
+  group->rank_ = info.rank;
+  group->size_ = info.world_size;
+  group->timeout_ = options.timeout;
+  group->backend_name_ = choose_backend(options.backend, device);
+
+  auto store = open_store(info, options.timeout);
+  wait_for_all_ranks(*store, info, options.timeout);
+  // The backend's own keys live under a prefix so that ours never collide with them.
+  group->store_ = c10::make_intrusive<c10d::PrefixStore>("accel/pg", store);
+#ifdef USE_C10D_NCCL
+  if (group->backend_name_ == "nccl") {
+    group->backend_ = make_nccl(group->store_, info, options.timeout);
+  }
+#endif
+  if (!group->backend_) {
+    group->backend_ = make_gloo(group->store_, info, options.timeout);
+  }
+  return group;
+}
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work,
+                        const std::string& what) const {
+  try {
+    work->wait(timeout_);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
+                             " of " + std::to_string(size_) +
+                             " (a peer may have exited or timed out): " + error.what());
+  }
+}
+
+void ProcessGroup::barrier() {
+  c10d::BarrierOptions options;
+  options.timeout = timeout_;
+  wait(backend_->barrier(options), "barrier");
+}
+
+} // namespace accelerate::detail

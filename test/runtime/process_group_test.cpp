@@ -1,0 +1,138 @@
+// The runtime's rendezvous and backend: real processes over 127.0.0.1.
+#include "multiprocess.h"
+#include "process_group.h"
+
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using namespace std::chrono_literals;
+using accelerate::detail::ProcessGroup;
+using accelerate::detail::ProcessGroupOptions;
+
+ProcessGroupOptions with_timeout(std::chrono::milliseconds timeout) {
+  ProcessGroupOptions options;
+  options.timeout = timeout;
+  return options;
+}
+
+// The local addresses (hex, as /proc/net/tcp writes them) listening on `port`.
+std::vector<std::string> listening_addresses(int port) {
+  std::vector<std::string> found;
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof(port_hex), "%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line); // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (state == "0A" && local.substr(colon + 1) == port_hex) { // 0A: LISTEN
+        found.push_back(local.substr(0, colon));
+      }
+    }
+  }
+  return found;
+}
+
+TEST(ProcessGroup, ConnectsAndRunsCollectives) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+    auto info = accelerate::detect_process_info();
+    auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(30s));
+    EXPECT_EQ(group->rank(), peer.rank);
+    EXPECT_EQ(group->size(), 2);
+    EXPECT_EQ(group->backend_name(), "gloo");
+    std::vector<at::Tensor> tensors{torch::ones({8}) * (peer.rank + 1)};
+    group->wait(group->backend().allreduce(tensors), "all-reduce");
+    EXPECT_TRUE(torch::all(tensors[0] == 3).item<bool>());
+    group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ProcessGroup, TheStoreListensOnLoopbackOnly) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+    auto info = accelerate::detect_process_info();
+    auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(30s));
+    if (peer.rank == 0) {
+      const auto addresses = listening_addresses(peer.port);
+      ASSERT_FALSE(addresses.empty()) << "nothing listens on the rendezvous port";
+      for (const auto& address : addresses) {
+        // 127.0.0.1 in /proc/net/tcp's little-endian hex.
+        EXPECT_EQ(address, "0100007F") << "the store listens beyond loopback";
+      }
+    }
+    group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ProcessGroup, AMissingRankIsNamedWithTheAddress) {
+  accel_test::RunOptions options;
+  options.world_size = 3;
+  auto results = accel_test::run_in_processes(
+      2,
+      [](const accel_test::Peer& peer) {
+        auto info = accelerate::detect_process_info();
+        try {
+          ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(3s));
+          ADD_FAILURE() << "connect must fail while rank 2 is missing";
+        } catch (const std::runtime_error& error) {
+          const std::string message = error.what();
+          // Rank 0 hosts the store and names the missing rank; rank 1 may instead see the
+          // store go away when rank 0 gives up first.
+          if (peer.rank == 0) {
+            EXPECT_NE(message.find("never arrived: rank(s) 2"), std::string::npos) << message;
+          }
+          EXPECT_NE(message.find("127.0.0.1:" + std::to_string(peer.port)), std::string::npos)
+              << message;
+        }
+      },
+      options);
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ProcessGroup, AnUnreachableStoreIsNamed) {
+  accel_test::RunOptions options;
+  options.world_size = 2;
+  auto results = accel_test::run_in_processes(
+      2,
+      [](const accel_test::Peer& peer) {
+        if (peer.rank == 0) {
+          return; // rank 0 never opens the store
+        }
+        auto info = accelerate::detect_process_info();
+        try {
+          ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(2s));
+          ADD_FAILURE() << "connect must fail without a store";
+        } catch (const std::runtime_error& error) {
+          const std::string message = error.what();
+          EXPECT_NE(message.find("could not reach the rendezvous store at 127.0.0.1:" +
+                                 std::to_string(peer.port)),
+                    std::string::npos)
+              << message;
+        }
+      },
+      options);
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ProcessGroup, UnknownOrMissingBackendsAreRefused) {
+  EXPECT_EQ(accelerate::detail::choose_backend("auto", c10::DeviceType::CPU), "gloo");
+  EXPECT_THROW(accelerate::detail::choose_backend("mpi", c10::DeviceType::CPU),
+               std::invalid_argument);
+#ifndef USE_C10D_NCCL
+  EXPECT_THROW(accelerate::detail::choose_backend("nccl", c10::DeviceType::CPU),
+               std::runtime_error);
+#endif
+}
+
+} // namespace
