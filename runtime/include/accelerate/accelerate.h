@@ -2,4 +2,7 @@
 // Public headers compile as C++17, like the programs that include them.
 #pragma once
 
+#include "accelerate/accelerator.h"
+#include "accelerate/data_loader.h"
+#include "accelerate/options.h"
 #include "accelerate/state.h"

@@ -1,0 +1,199 @@
+// accelerate::Accelerator: the one object a training program adds to run data-parallel.
+#pragma once
+
+#include "accelerate/data_loader.h"
+#include "accelerate/options.h"
+#include "accelerate/state.h"
+
+#include <torch/torch.h>
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace accelerate {
+
+namespace detail {
+struct Runtime;
+} // namespace detail
+
+/// Joins the job the launcher started (or runs as the only process when there is none),
+/// places the model, synchronises gradients and shards data. See docs/runtime.md.
+class Accelerator {
+public:
+  Accelerator();
+  explicit Accelerator(const Options& options);
+  ~Accelerator();
+  Accelerator(const Accelerator&) = delete;
+  Accelerator& operator=(const Accelerator&) = delete;
+
+  /// The device this process trains on: cuda:LOCAL_RANK when CUDA is available, else CPU.
+  torch::Device device() const;
+
+  int process_index() const;
+  int local_process_index() const;
+  int num_processes() const;
+  bool is_main_process() const { return process_index() == 0; }
+  bool is_local_main_process() const { return local_process_index() == 0; }
+  /// True when more than one process takes part.
+  bool distributed() const { return num_processes() > 1; }
+
+  // ---- prepare -------------------------------------------------------------------------
+  /// Moves the model to device(), makes every process start from process 0's parameters and
+  /// buffers, and installs gradient synchronisation. Works in place on the user's objects;
+  /// optimizers built before prepare keep pointing at the same (moved) parameters.
+  template <typename Model, typename... Rest>
+  void prepare(Model& model, Rest&... rest) {
+    prepare_one(model);
+    (prepare_one(rest), ...);
+  }
+
+  /// Creates a data loader that gives this process its shard of every epoch: the same shuffle
+  /// on every process, a new one each epoch, batches on device(). Takes what
+  /// torch::data::make_data_loader takes.
+  template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset>
+  std::unique_ptr<ShardedDataLoader<Dataset, Sampler>>
+  prepare_data_loader(Dataset dataset, torch::data::DataLoaderOptions options) {
+    const auto size = dataset.size();
+    TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a sized dataset");
+    Sampler sampler(*size);
+    return std::make_unique<ShardedDataLoader<Dataset, Sampler>>(
+        std::move(dataset), std::move(sampler), std::move(options), loader_context());
+  }
+  template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset>
+  std::unique_ptr<ShardedDataLoader<Dataset, Sampler>> prepare_data_loader(Dataset dataset,
+                                                                           size_t batch_size) {
+    return prepare_data_loader<Sampler>(std::move(dataset),
+                                        torch::data::DataLoaderOptions(batch_size));
+  }
+  template <typename Sampler, typename Dataset>
+  std::unique_ptr<ShardedDataLoader<Dataset, Sampler>>
+  prepare_data_loader(Dataset dataset, Sampler sampler, torch::data::DataLoaderOptions options) {
+    return std::make_unique<ShardedDataLoader<Dataset, Sampler>>(
+        std::move(dataset), std::move(sampler), std::move(options), loader_context());
+  }
+
+  // ---- training step -------------------------------------------------------------------
+  /// Runs backward and completes the gradient all-reduce that started during it, so that
+  /// optimizer.step() reads averaged gradients.
+  void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
+                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+
+  // ---- collectives ---------------------------------------------------------------------
+  /// Concatenates every process's tensor along dim 0, in process order.
+  torch::Tensor gather(const torch::Tensor& tensor);
+  /// gather, minus the samples a prepared loader repeated to even out its last batches, so
+  /// that an evaluation metric counts every sample exactly once.
+  torch::Tensor gather_for_metrics(const torch::Tensor& tensor);
+  /// "sum" or "mean" of the tensor across processes; returns a new tensor.
+  torch::Tensor reduce(const torch::Tensor& tensor, const std::string& op = "sum");
+  /// Process `src`'s tensor, on every process.
+  torch::Tensor broadcast(const torch::Tensor& tensor, int src = 0);
+  /// Pads `dim` to the largest size across processes so that the tensors can be gathered.
+  torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0,
+                                     double pad_index = 0, bool pad_first = false);
+  /// Blocks until every process arrives.
+  void wait_for_everyone();
+
+  /// Lets the main process run a block first (e.g. a download), the others after it:
+  ///   { auto guard = accelerator.main_process_first(); ... }
+  class MainProcessFirst {
+  public:
+    explicit MainProcessFirst(Accelerator& accelerator);
+    ~MainProcessFirst();
+    MainProcessFirst(const MainProcessFirst&) = delete;
+    MainProcessFirst& operator=(const MainProcessFirst&) = delete;
+    MainProcessFirst(MainProcessFirst&& other) noexcept;
+    MainProcessFirst& operator=(MainProcessFirst&&) = delete;
+
+  private:
+    Accelerator* accelerator_;
+  };
+  MainProcessFirst main_process_first() { return MainProcessFirst(*this); }
+
+  // ---- output ----------------------------------------------------------------------------
+  /// Prints once, on the main process (like std::cout << args... << '\n').
+  template <typename... Args>
+  void print(const Args&... args) {
+    if (!is_main_process()) {
+      return;
+    }
+    std::ostringstream line;
+    ((line << args), ...);
+    line << '\n';
+    std::cout << line.str() << std::flush;
+  }
+
+  /// The model itself: prepare works in place, so this is the identity; kept for code written
+  /// for Python Accelerate.
+  template <typename Model>
+  Model& unwrap_model(Model& model) {
+    return model;
+  }
+
+  /// torch::save on the main process only, written to a temporary file and renamed, so a
+  /// crash never leaves a half-written file at `path`. Other processes wait for it.
+  template <typename Value>
+  void save(const Value& value, const std::string& path) {
+    if (is_main_process()) {
+      const std::string temporary = temporary_path_for(path);
+      try {
+        torch::save(value, temporary);
+      } catch (...) {
+        discard_temporary(temporary);
+        throw;
+      }
+      commit_temporary(temporary, path);
+    }
+    wait_for_everyone();
+  }
+
+  /// For the runtime's own parts (data loaders, tests); not needed in training code.
+  detail::Runtime& runtime() { return *runtime_; }
+
+private:
+  template <typename M>
+  void prepare_one(std::shared_ptr<M>& model) {
+    if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
+      prepare_module(model);
+    } else {
+      prepare_one(*model);
+    }
+  }
+  template <typename T>
+  void prepare_one(T& object) {
+    if constexpr (std::is_base_of_v<torch::detail::ModuleHolderIndicator, T>) {
+      prepare_module(object.ptr()); // Net model; (TORCH_MODULE)
+    } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
+      // A model held by value: the caller keeps it alive for as long as it trains.
+      prepare_module(std::shared_ptr<torch::nn::Module>(std::shared_ptr<void>(), &object));
+    } else if constexpr (std::is_base_of_v<torch::optim::Optimizer, T>) {
+      prepare_optimizer(object);
+    } else if constexpr (std::is_base_of_v<torch::optim::LRScheduler, T>) {
+      prepare_scheduler(object);
+    } else {
+      static_assert(std::is_base_of_v<torch::nn::Module, T>,
+                    "accelerate::Accelerator::prepare takes models (ModuleHolder, Module, "
+                    "std::shared_ptr<Module>), optimizers and LR schedulers");
+    }
+  }
+
+  void prepare_module(const std::shared_ptr<torch::nn::Module>& module);
+  void prepare_optimizer(torch::optim::Optimizer& optimizer);
+  void prepare_scheduler(torch::optim::LRScheduler& scheduler);
+  std::shared_ptr<detail::LoaderContext> loader_context();
+  static std::string temporary_path_for(const std::string& path);
+  static void discard_temporary(const std::string& temporary);
+  static void commit_temporary(const std::string& temporary, const std::string& path);
+
+  std::unique_ptr<detail::Runtime> runtime_;
+};
+
+/// Seeds every generator the program's randomness uses (CPU and CUDA), the same way on every
+/// process.
+void set_seed(uint64_t seed);
+
+} // namespace accelerate

@@ -1,0 +1,216 @@
+// Sharded data loading: every process takes its own batches of one shared shuffle per epoch,
+// like Hugging Face Accelerate's BatchSamplerShard, and gets them on its device.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace accelerate {
+namespace detail {
+
+/// What loaders share with their accelerator.
+struct LoaderContext {
+  torch::Device device = torch::kCPU;
+  int rank = 0;
+  int world_size = 1;
+  bool even_batches = true;
+  /// Replaces `indices` on every process with process 0's.
+  std::function<void(std::vector<int64_t>& indices)> broadcast_indices;
+
+  // State of the loader that delivered the latest batch, read by gather_for_metrics.
+  bool end_of_dataloader = false;
+  /// How many samples of the last global step are real; the rest repeat the start of the
+  /// epoch to even the batches out. Negative: nothing repeated.
+  int64_t remainder = -1;
+};
+
+/// This process's batches of one epoch, given the epoch's order of sample indices.
+struct ShardPlan {
+  std::vector<std::vector<size_t>> batches;
+  int64_t remainder = -1; ///< see LoaderContext::remainder
+};
+
+/// Batch k of the epoch goes to process k % world_size. With even_batches (and not drop_last)
+/// the order is extended from its start until every process has equally many full batches;
+/// with drop_last the partial batch and the batches that cannot be shared evenly are dropped.
+ShardPlan plan_shard(const std::vector<int64_t>& order, size_t batch_size, int rank,
+                     int world_size, bool even_batches, bool drop_last);
+
+/// Moves a batch to the device. Examples and tensors move; other batch types are returned as
+/// they are (the program moves them itself).
+inline torch::Tensor to_device(torch::Tensor batch, const torch::Device& device) {
+  return batch.defined() ? batch.to(device) : batch;
+}
+template <typename Data, typename Target>
+torch::data::Example<Data, Target> to_device(torch::data::Example<Data, Target> batch,
+                                             const torch::Device& device) {
+  if constexpr (std::is_same_v<Data, torch::Tensor>) {
+    batch.data = to_device(std::move(batch.data), device);
+  }
+  if constexpr (std::is_same_v<Target, torch::Tensor>) {
+    batch.target = to_device(std::move(batch.target), device);
+  }
+  return batch;
+}
+template <typename T>
+std::vector<T> to_device(std::vector<T> batch, const torch::Device& device) {
+  for (auto& item : batch) {
+    item = to_device(std::move(item), device);
+  }
+  return batch;
+}
+template <typename T>
+T to_device(T batch, const torch::Device&) {
+  return batch;
+}
+
+/// The sampler the inner LibTorch loader uses: it hands out this process's planned batches.
+/// Copies share one state, so the copy LibTorch's loader keeps is the one we plan into (the
+/// set_epoch trap of DistributedRandomSampler does not exist here).
+template <typename UserSampler>
+class ShardSampler : public torch::data::samplers::Sampler<std::vector<size_t>> {
+public:
+  struct State {
+    UserSampler sampler;
+    size_t dataset_size;
+    size_t batch_size;
+    bool drop_last;
+    std::shared_ptr<LoaderContext> context;
+    ShardPlan plan;
+    size_t next = 0;
+  };
+
+  explicit ShardSampler(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+  /// A new epoch: process 0 draws the order from the user's sampler (so one process consumes
+  /// randomness exactly as the plain loop would), every process receives it and takes its part.
+  void reset(std::optional<size_t> new_size = std::nullopt) override {
+    auto& s = *state_;
+    if (new_size) {
+      s.dataset_size = *new_size;
+    }
+    std::vector<int64_t> order;
+    if (s.context->rank == 0) {
+      s.sampler.reset(s.dataset_size);
+      while (auto indices = s.sampler.next(s.dataset_size)) {
+        order.insert(order.end(), indices->begin(), indices->end());
+      }
+    }
+    if (s.context->world_size > 1) {
+      s.context->broadcast_indices(order);
+    }
+    s.plan = plan_shard(order, s.batch_size, s.context->rank, s.context->world_size,
+                        s.context->even_batches, s.drop_last);
+    s.next = 0;
+  }
+
+  std::optional<std::vector<size_t>> next(size_t /*batch_size*/) override {
+    auto& s = *state_;
+    if (s.next >= s.plan.batches.size()) {
+      return std::nullopt;
+    }
+    return s.plan.batches[s.next++];
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override {
+    archive.write("accelerate_shard_next", torch::tensor(static_cast<int64_t>(state_->next)));
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    torch::Tensor next;
+    archive.read("accelerate_shard_next", next);
+    state_->next = static_cast<size_t>(next.item<int64_t>());
+  }
+
+private:
+  std::shared_ptr<State> state_;
+};
+
+} // namespace detail
+
+/// The loader Accelerator::prepare_data_loader returns. Iterate it like a LibTorch loader:
+///   for (auto& batch : *loader) { ... }   // batch already on accelerator.device()
+template <typename Dataset, typename Sampler>
+class ShardedDataLoader {
+  using ShardSampler = detail::ShardSampler<Sampler>;
+  using Inner = torch::data::StatelessDataLoader<Dataset, ShardSampler>;
+
+public:
+  using BatchType = typename Dataset::BatchType;
+
+  ShardedDataLoader(Dataset dataset, Sampler sampler, torch::data::DataLoaderOptions options,
+                    std::shared_ptr<detail::LoaderContext> context)
+      : context_(std::move(context)) {
+    const auto size = dataset.size();
+    TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a sized dataset");
+    state_ = std::make_shared<typename ShardSampler::State>(typename ShardSampler::State{
+        std::move(sampler), *size, options.batch_size(), options.drop_last(), context_, {}, 0});
+    // The plan already applies drop_last; the inner loader must not drop a second time.
+    options.drop_last(false);
+    inner_ = std::make_unique<Inner>(std::move(dataset), ShardSampler(state_), options);
+  }
+
+  class Iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = BatchType;
+    using difference_type = std::ptrdiff_t;
+    using pointer = BatchType*;
+    using reference = BatchType&;
+
+    Iterator(ShardedDataLoader* loader, torch::data::Iterator<BatchType> inner)
+        : loader_(loader), inner_(std::move(inner)) {}
+
+    BatchType& operator*() {
+      if (!current_) {
+        current_ = detail::to_device(*inner_, loader_->context_->device);
+        ++loader_->delivered_;
+        // gather_for_metrics needs to know when the last batch of the epoch is out.
+        loader_->context_->end_of_dataloader =
+            loader_->delivered_ == loader_->state_->plan.batches.size();
+        loader_->context_->remainder = loader_->state_->plan.remainder;
+      }
+      return *current_;
+    }
+    BatchType* operator->() { return &**this; }
+    Iterator& operator++() {
+      if (!current_) {
+        **this; // count a batch that was skipped without being read
+      }
+      current_.reset();
+      ++inner_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return inner_ == other.inner_; }
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+  private:
+    ShardedDataLoader* loader_;
+    torch::data::Iterator<BatchType> inner_;
+    std::optional<BatchType> current_;
+  };
+
+  /// Starts an epoch: a new shuffle, the same on every process.
+  Iterator begin() {
+    delivered_ = 0;
+    context_->end_of_dataloader = false;
+    return Iterator(this, inner_->begin());
+  }
+  Iterator end() { return Iterator(this, inner_->end()); }
+
+  /// Number of batches this process gets in the current epoch.
+  size_t size() const { return state_->plan.batches.size(); }
+
+private:
+  std::shared_ptr<detail::LoaderContext> context_;
+  std::shared_ptr<typename ShardSampler::State> state_;
+  std::unique_ptr<Inner> inner_;
+  size_t delivered_ = 0;
+};
+
+} // namespace accelerate

@@ -1,0 +1,246 @@
+#include "accelerate/accelerator.h"
+
+#include "runtime.h"
+
+#include <torch/csrc/utils/tensor_flatten.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <unistd.h>
+
+namespace accelerate {
+namespace {
+
+std::optional<std::string> environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+bool truthy(const std::string& text) {
+  return text == "1" || text == "true" || text == "True" || text == "TRUE" || text == "yes";
+}
+
+// Options given in code win; the launcher's ACCELERATE_* variables fill the rest.
+Options resolve(Options options) {
+  if (options.backend.empty()) {
+    options.backend = environment("ACCELERATE_BACKEND").value_or("");
+  }
+  if (!options.cpu) {
+    options.cpu = truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
+  }
+  if (!options.timeout) {
+    if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
+      try {
+        options.timeout = std::chrono::milliseconds(
+            static_cast<int64_t>(std::stod(*seconds) * 1000.0));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("accelerate: ACCELERATE_TIMEOUT='" + *seconds +
+                                    "' is not a number of seconds");
+      }
+    } else {
+      options.timeout = std::chrono::minutes(30);
+    }
+  }
+  return options;
+}
+
+torch::Device choose_device(const ProcessInfo& info, const Options& options) {
+  if (*options.cpu || !torch::cuda::is_available()) {
+    return torch::kCPU;
+  }
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(info.local_rank % count)};
+}
+
+// One process group per process, shared by every Accelerator alive in it (a program may create
+// more than one, as Python Accelerate's shared state allows).
+std::shared_ptr<detail::ProcessGroup> shared_group(const ProcessInfo& info,
+                                                   const torch::Device& device,
+                                                   const Options& options) {
+  static std::mutex mutex;
+  static std::weak_ptr<detail::ProcessGroup> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto group = current.lock()) {
+    return group;
+  }
+  detail::ProcessGroupOptions group_options;
+  group_options.backend = options.backend.empty() ? "auto" : options.backend;
+  group_options.timeout = *options.timeout;
+  auto group = detail::ProcessGroup::connect(info, device.type(), group_options);
+  current = group;
+  return group;
+}
+
+// Process 0's values of `tensors`, on every process: one broadcast per dtype.
+void broadcast_from_main(detail::ProcessGroup& group, std::vector<torch::Tensor> tensors) {
+  std::map<std::pair<c10::ScalarType, std::string>, std::vector<torch::Tensor>> by_kind;
+  for (auto& tensor : tensors) {
+    if (tensor.defined() && tensor.numel() > 0) {
+      by_kind[{tensor.scalar_type(), tensor.device().str()}].push_back(tensor);
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [kind, group_tensors] : by_kind) {
+    std::vector<at::Tensor> flat{torch::utils::flatten_dense_tensors(group_tensors)};
+    c10d::BroadcastOptions options;
+    options.rootRank = 0;
+    group.wait(group.backend().broadcast(flat, options), "broadcast of the model's state");
+    auto pieces = torch::utils::unflatten_dense_tensors(flat[0], group_tensors);
+    for (size_t i = 0; i < group_tensors.size(); ++i) {
+      group_tensors[i].copy_(pieces[i]);
+    }
+  }
+}
+
+} // namespace
+
+Accelerator::Accelerator() : Accelerator(Options{}) {}
+
+Accelerator::Accelerator(const Options& options) : runtime_(std::make_unique<detail::Runtime>()) {
+  auto& rt = *runtime_;
+  rt.info = detect_process_info();
+  rt.options = resolve(options);
+  rt.device = choose_device(rt.info, rt.options);
+  if (rt.info.distributed()) {
+    rt.group = shared_group(rt.info, rt.device, rt.options);
+  }
+  rt.loader_context = std::make_shared<detail::LoaderContext>();
+  rt.loader_context->device = rt.device;
+  rt.loader_context->rank = rt.info.rank;
+  rt.loader_context->world_size = rt.info.world_size;
+  rt.loader_context->even_batches = rt.options.even_batches;
+  if (rt.group) {
+    std::weak_ptr<detail::ProcessGroup> weak_group = rt.group;
+    rt.loader_context->broadcast_indices = [weak_group](std::vector<int64_t>& indices) {
+      auto group = weak_group.lock();
+      TORCH_CHECK(group, "accelerate: a prepared data loader outlived its Accelerator");
+      // The length first, then the indices.
+      std::vector<at::Tensor> length{torch::tensor({static_cast<int64_t>(indices.size())})};
+      c10d::BroadcastOptions options;
+      options.rootRank = 0;
+      group->wait(group->backend().broadcast(length, options), "broadcast of the epoch's order");
+      std::vector<at::Tensor> order{group->rank() == 0
+                                        ? torch::tensor(indices, torch::kInt64)
+                                        : torch::empty({length[0].item<int64_t>()}, torch::kInt64)};
+      if (order[0].numel() > 0) {
+        group->wait(group->backend().broadcast(order, options), "broadcast of the epoch's order");
+      }
+      indices.assign(order[0].data_ptr<int64_t>(), order[0].data_ptr<int64_t>() + order[0].numel());
+    };
+  }
+}
+
+Accelerator::~Accelerator() = default;
+
+torch::Device Accelerator::device() const { return runtime_->device; }
+int Accelerator::process_index() const { return runtime_->info.rank; }
+int Accelerator::local_process_index() const { return runtime_->info.local_rank; }
+int Accelerator::num_processes() const { return runtime_->info.world_size; }
+
+void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module>& module) {
+  auto& rt = *runtime_;
+  module->to(rt.device);
+  if (!rt.group) {
+    return;
+  }
+  // Every process starts from process 0's parameters and buffers.
+  std::vector<torch::Tensor> state = module->parameters();
+  for (const auto& buffer : module->buffers()) {
+    state.push_back(buffer);
+  }
+  broadcast_from_main(*rt.group, state);
+
+  detail::GradientSync::Limits limits;
+  limits.first_bucket_bytes = static_cast<size_t>(rt.options.first_bucket_cap_mb * (1 << 20));
+  limits.bucket_bytes = static_cast<size_t>(rt.options.bucket_cap_mb * (1 << 20));
+  rt.gradient_syncs.push_back(detail::GradientSync::create(rt.group, module->parameters(), limits));
+}
+
+void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
+  runtime_->optimizers.push_back(&optimizer);
+}
+
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
+  runtime_->schedulers.push_back(&scheduler);
+}
+
+std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {
+  return runtime_->loader_context;
+}
+
+void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
+                           std::optional<bool> retain_graph, bool create_graph) {
+  loss.backward(gradient, retain_graph, create_graph);
+  // Autograd already finalized the sync when backward ended; this covers a backward in which
+  // no prepared parameter received a gradient (nothing to do then) and keeps the contract
+  // explicit: when backward returns, gradients are averaged.
+  for (auto& sync : runtime_->gradient_syncs) {
+    sync->finalize();
+  }
+}
+
+void Accelerator::wait_for_everyone() {
+  if (runtime_->group) {
+    runtime_->group->barrier();
+  }
+}
+
+Accelerator::MainProcessFirst::MainProcessFirst(Accelerator& accelerator)
+    : accelerator_(&accelerator) {
+  if (!accelerator_->is_main_process()) {
+    accelerator_->wait_for_everyone(); // the others wait until the main process is done
+  }
+}
+
+Accelerator::MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept
+    : accelerator_(other.accelerator_) {
+  other.accelerator_ = nullptr;
+}
+
+Accelerator::MainProcessFirst::~MainProcessFirst() {
+  if (accelerator_ != nullptr && accelerator_->is_main_process()) {
+    accelerator_->wait_for_everyone(); // the main process is done: release the others
+  }
+}
+
+std::string Accelerator::temporary_path_for(const std::string& path) {
+  return path + ".tmp-" + std::to_string(getpid());
+}
+
+void Accelerator::discard_temporary(const std::string& temporary) {
+  std::error_code ignored;
+  std::filesystem::remove(temporary, ignored);
+}
+
+void Accelerator::commit_temporary(const std::string& temporary, const std::string& path) {
+  // Data on disk before the rename makes it visible, so a crash leaves the old file or the new.
+  const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    discard_temporary(temporary);
+    throw std::runtime_error("accelerate: cannot move the saved file into place at " + path +
+                             ": " + error.message());
+  }
+  const auto parent = std::filesystem::absolute(path).parent_path();
+  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void set_seed(uint64_t seed) { torch::manual_seed(seed); }
+
+} // namespace accelerate

@@ -1,0 +1,203 @@
+#include "gradient_sync.h"
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <map>
+#include <stdexcept>
+
+namespace accelerate::detail {
+
+std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
+                                                   const std::vector<torch::Tensor>& parameters,
+                                                   Limits limits) {
+  std::shared_ptr<GradientSync> sync(new GradientSync(std::move(group), limits));
+  sync->assign_buckets(parameters);
+  sync->install_hooks();
+  return sync;
+}
+
+GradientSync::GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits)
+    : group_(std::move(group)), limits_(limits) {}
+
+void GradientSync::assign_buckets(const std::vector<torch::Tensor>& parameters) {
+  // Gradients arrive roughly in reverse registration order (the last layer's first), so
+  // buckets are filled in that order; a bucket holds one dtype on one device.
+  std::map<std::pair<c10::ScalarType, std::string>, size_t> open_bucket;
+  std::vector<size_t> bucket_bytes;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
+    const auto& parameter = *it;
+    if (!parameter.requires_grad()) {
+      continue;
+    }
+    const auto key = std::make_pair(parameter.scalar_type(), parameter.device().str());
+    const size_t bytes = parameter.numel() * parameter.element_size();
+    auto found = open_bucket.find(key);
+    if (found != open_bucket.end()) {
+      const size_t cap = found->second == 0 ? limits_.first_bucket_bytes : limits_.bucket_bytes;
+      if (bucket_bytes[found->second] + bytes > cap && !buckets_[found->second].slots.empty()) {
+        open_bucket.erase(found);
+        found = open_bucket.end();
+      }
+    }
+    if (found == open_bucket.end()) {
+      found = open_bucket.emplace(key, buckets_.size()).first;
+      buckets_.emplace_back();
+      bucket_bytes.push_back(0);
+    }
+    const size_t bucket = found->second;
+    Slot slot;
+    slot.parameter = parameter;
+    slot.bucket = bucket;
+    slot.offset = static_cast<int64_t>(bucket_bytes[bucket] / parameter.element_size());
+    slot.position = static_cast<int64_t>(buckets_[bucket].slots.size());
+    slot.numel = parameter.numel();
+    buckets_[bucket].slots.push_back(slots_.size());
+    bucket_bytes[bucket] += bytes;
+    slots_.push_back(slot);
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    // After the gradients, one flag per parameter: 1 where this process has a gradient for it.
+    // Summed by the same all-reduce, it tells which parameters no process used, whose .grad is
+    // then left as it is, as in a single process.
+    const auto& first = slots_[buckets_[b].slots.front()].parameter;
+    const auto elements = static_cast<int64_t>(bucket_bytes[b] / first.element_size());
+    buckets_[b].flags_offset = elements;
+    buckets_[b].flat = torch::zeros({elements + static_cast<int64_t>(buckets_[b].slots.size())},
+                                    first.options().requires_grad(false));
+    buckets_[b].pending = buckets_[b].slots.size();
+  }
+}
+
+void GradientSync::install_hooks() {
+  std::weak_ptr<GradientSync> weak = shared_from_this();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    // The accumulator node's post hook runs once the gradient is accumulated into .grad.
+    auto accumulator = torch::autograd::impl::grad_accumulator(slots_[i].parameter);
+    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [weak, i](const torch::autograd::variable_list& outputs,
+                  const torch::autograd::variable_list& /*inputs*/) {
+          if (auto sync = weak.lock()) {
+            sync->on_gradient_ready(i);
+          }
+          return outputs;
+        }));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+void GradientSync::set_enabled(bool enabled) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  enabled_ = enabled;
+}
+
+bool GradientSync::enabled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enabled_;
+}
+
+void GradientSync::start_backward_locked() {
+  in_backward_ = true;
+  events_.clear();
+  // finalize() runs when this backward pass ends, whoever called backward.
+  std::weak_ptr<GradientSync> weak = shared_from_this();
+  torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+    if (auto sync = weak.lock()) {
+      sync->finalize();
+    }
+  });
+}
+
+void GradientSync::copy_into_bucket(Slot& slot) {
+  auto& bucket = buckets_[slot.bucket];
+  auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
+  const auto& grad = slot.parameter.grad();
+  if (grad.defined()) {
+    view.copy_(grad.reshape({-1}));
+  } else {
+    view.zero_();
+  }
+  bucket.flat[bucket.flags_offset + slot.position].fill_(grad.defined() ? 1.0 : 0.0);
+  slot.ready = true;
+  --bucket.pending;
+}
+
+void GradientSync::on_gradient_ready(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!enabled_) {
+    return;
+  }
+  if (!in_backward_) {
+    start_backward_locked();
+  }
+  if (slots_[index].ready) {
+    return;
+  }
+  events_.push_back({Event::GradientReady, index});
+  copy_into_bucket(slots_[index]);
+  launch_ready_buckets();
+}
+
+void GradientSync::launch_ready_buckets() {
+  // Buckets start in index order on every process: collectives must match across processes.
+  const double scale = 1.0 / group_->size();
+  while (next_bucket_to_launch_ < buckets_.size() &&
+         buckets_[next_bucket_to_launch_].pending == 0) {
+    auto& bucket = buckets_[next_bucket_to_launch_];
+    bucket.flat.mul_(scale); // average: pre-divided, as DDP does, to keep sums in range
+    std::vector<at::Tensor> tensors{bucket.flat};
+    bucket.work = group_->backend().allreduce(tensors);
+    events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
+    ++next_bucket_to_launch_;
+  }
+}
+
+void GradientSync::finalize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!in_backward_) {
+    return;
+  }
+  // Parameters autograd never reached in this step still take part, with what they have.
+  for (auto& slot : slots_) {
+    if (!slot.ready) {
+      copy_into_bucket(slot);
+    }
+  }
+  launch_ready_buckets();
+  in_backward_ = false;
+  next_bucket_to_launch_ = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    auto& bucket = buckets_[b];
+    group_->wait(bucket.work, "gradient all-reduce of bucket " + std::to_string(b));
+    bucket.work.reset();
+    bucket.pending = bucket.slots.size();
+    const auto used_tensor = bucket.flat.narrow(0, bucket.flags_offset, bucket.slots.size())
+                                 .gt(0)
+                                 .to(torch::kCPU);
+    const auto used = used_tensor.accessor<bool, 1>();
+    for (size_t index : bucket.slots) {
+      auto& slot = slots_[index];
+      slot.ready = false;
+      if (!used[slot.position]) {
+        continue;
+      }
+      auto averaged = bucket.flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
+      auto& grad = slot.parameter.mutable_grad();
+      if (grad.defined()) {
+        grad.copy_(averaged);
+      } else {
+        grad = averaged.clone();
+      }
+    }
+  }
+  events_.push_back({Event::Finalized, 0});
+}
+
+std::vector<GradientSync::Event> GradientSync::last_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_;
+}
+
+} // namespace accelerate::detail

@@ -1,0 +1,86 @@
+// DDP-grade gradient synchronisation for one model: gradients are packed into buckets as
+// autograd produces them, each full bucket's all-reduce starts at once (while backward still
+// runs), and everything is waited for and written back when backward ends.
+#pragma once
+
+#include "process_group.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace accelerate::detail {
+
+class GradientSync : public std::enable_shared_from_this<GradientSync> {
+public:
+  struct Limits {
+    size_t first_bucket_bytes = 1 << 20;
+    size_t bucket_bytes = 25 << 20;
+  };
+
+  /// What happened during the last backward, in order, for tests and debugging.
+  struct Event {
+    enum Kind { GradientReady, BucketLaunched, Finalized } kind;
+    size_t index; ///< parameter index, or bucket index
+  };
+
+  /// `parameters` in the model's registration order; those that need no gradient are skipped.
+  static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
+                                              const std::vector<torch::Tensor>& parameters,
+                                              Limits limits);
+
+  /// When disabled (accumulation steps that do not sync) gradients stay local.
+  void set_enabled(bool enabled);
+  bool enabled() const;
+
+  /// Completes a backward pass: launches the buckets still waiting (parameters that got no
+  /// gradient contribute zeros), waits for every all-reduce and writes the averages into .grad.
+  /// Called by autograd when backward ends; safe to call again (does nothing then).
+  void finalize();
+
+  size_t bucket_count() const { return buckets_.size(); }
+  std::vector<Event> last_events() const;
+
+private:
+  struct Slot {
+    torch::Tensor parameter;
+    size_t bucket;
+    int64_t offset;
+    int64_t numel;
+    int64_t position; ///< index within its bucket
+    bool ready = false;
+  };
+  struct Bucket {
+    torch::Tensor flat;
+    std::vector<size_t> slots;
+    int64_t flags_offset = 0; ///< where the per-parameter "has a gradient" flags start
+    size_t pending = 0;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+
+  GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits);
+  void assign_buckets(const std::vector<torch::Tensor>& parameters);
+  void install_hooks();
+  void on_gradient_ready(size_t slot);
+  void launch_ready_buckets();
+  void copy_into_bucket(Slot& slot);
+  void start_backward_locked();
+
+  std::shared_ptr<ProcessGroup> group_;
+  Limits limits_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  // Keeps autograd's accumulator nodes alive; the parameter holds them only weakly.
+  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;
+  size_t next_bucket_to_launch_ = 0;
+  bool in_backward_ = false;
+  bool enabled_ = true;
+  std::vector<Event> events_;
+  mutable std::mutex mutex_;
+};
+
+} // namespace accelerate::detail

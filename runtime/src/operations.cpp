@@ -1,0 +1,168 @@
+// Collectives on tensors: gather, gather_for_metrics, reduce, broadcast, pad_across_processes.
+// Each checks first that every process passed a tensor of the same shape, so a mismatch is an
+// error naming the ranks and shapes instead of a hang or garbage.
+#include "accelerate/accelerator.h"
+
+#include "runtime.h"
+
+#include <sstream>
+
+namespace accelerate {
+namespace {
+
+constexpr int64_t kMaxDims = 16;
+
+std::string shape_text(const at::Tensor& encoded) {
+  std::ostringstream text;
+  text << "[";
+  const int64_t dims = encoded[0].item<int64_t>();
+  for (int64_t d = 0; d < dims; ++d) {
+    text << (d ? ", " : "") << encoded[1 + d].item<int64_t>();
+  }
+  text << "]";
+  return text.str();
+}
+
+// Every process's shape, as rows of [ndim, size0, size1, ...].
+at::Tensor all_shapes(detail::ProcessGroup& group, const torch::Tensor& tensor,
+                      const std::string& what) {
+  TORCH_CHECK(tensor.dim() <= kMaxDims, "accelerate: ", what, " supports at most ", kMaxDims,
+              " dimensions");
+  auto mine = torch::zeros({1 + kMaxDims}, torch::kInt64);
+  mine[0] = tensor.dim();
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    mine[1 + d] = tensor.size(d);
+  }
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < group.size(); ++r) {
+    outputs[0].push_back(torch::empty_like(mine));
+  }
+  std::vector<at::Tensor> inputs{mine};
+  group.wait(group.backend().allgather(outputs, inputs), what + " (shape exchange)");
+  return torch::stack(outputs[0]);
+}
+
+void require_same_shapes(detail::ProcessGroup& group, const torch::Tensor& tensor,
+                         const std::string& what, bool ignore_dim = false, int64_t dim = 0) {
+  auto shapes = all_shapes(group, tensor, what);
+  if (ignore_dim) {
+    shapes.select(1, 1 + dim).zero_();
+  }
+  for (int r = 1; r < group.size(); ++r) {
+    if (!torch::equal(shapes[r], shapes[0])) {
+      auto original = all_shapes(group, tensor, what);
+      std::ostringstream message;
+      message << "accelerate: " << what << " needs the same tensor shape"
+              << (ignore_dim ? " outside dimension " + std::to_string(dim) : std::string())
+              << " on every process, got";
+      for (int q = 0; q < group.size(); ++q) {
+        message << (q ? "," : "") << " rank " << q << " " << shape_text(original[q]);
+      }
+      throw std::runtime_error(message.str());
+    }
+  }
+}
+
+c10d::ReduceOp reduce_op(const std::string& op) {
+  if (op == "sum" || op == "mean") {
+    return c10d::ReduceOp::SUM;
+  }
+  if (op == "max") {
+    return c10d::ReduceOp::MAX;
+  }
+  if (op == "min") {
+    return c10d::ReduceOp::MIN;
+  }
+  throw std::invalid_argument("accelerate: reduce takes \"sum\", \"mean\", \"max\" or \"min\", not \"" +
+                              op + "\"");
+}
+
+} // namespace
+
+torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
+  auto input = tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
+  auto* group = runtime_->group.get();
+  if (group == nullptr) {
+    return input.clone();
+  }
+  require_same_shapes(*group, input, "gather");
+  input = input.contiguous();
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < group->size(); ++r) {
+    outputs[0].push_back(torch::empty_like(input));
+  }
+  std::vector<at::Tensor> inputs{input};
+  group->wait(group->backend().allgather(outputs, inputs), "gather");
+  return torch::cat(outputs[0], 0);
+}
+
+torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
+  auto gathered = gather(tensor);
+  const auto& context = *runtime_->loader_context;
+  // On the last batch of an evenly sharded epoch, only the first `remainder` rows are real
+  // samples; the rest repeat the start of the epoch.
+  if (context.end_of_dataloader && context.remainder > 0 &&
+      context.remainder < gathered.size(0)) {
+    return gathered.narrow(0, 0, context.remainder);
+  }
+  return gathered;
+}
+
+torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, const std::string& op) {
+  const auto which = reduce_op(op);
+  auto result = tensor.clone();
+  auto* group = runtime_->group.get();
+  if (group != nullptr) {
+    require_same_shapes(*group, tensor, "reduce");
+    std::vector<at::Tensor> tensors{result};
+    c10d::AllreduceOptions options;
+    options.reduceOp = which;
+    group->wait(group->backend().allreduce(tensors, options), "reduce");
+  }
+  if (op == "mean") {
+    result = result.is_floating_point() ? result.div_(num_processes())
+                                        : result.to(torch::kFloat64).div_(num_processes());
+  }
+  return result;
+}
+
+torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int src) {
+  TORCH_CHECK(src >= 0 && src < num_processes(), "accelerate: broadcast from rank ", src,
+              " but there are ", num_processes(), " processes");
+  auto result = tensor.clone().contiguous();
+  auto* group = runtime_->group.get();
+  if (group != nullptr) {
+    require_same_shapes(*group, tensor, "broadcast");
+    std::vector<at::Tensor> tensors{result};
+    c10d::BroadcastOptions options;
+    options.rootRank = src;
+    group->wait(group->backend().broadcast(tensors, options), "broadcast");
+  }
+  return result;
+}
+
+torch::Tensor Accelerator::pad_across_processes(const torch::Tensor& tensor, int64_t dim,
+                                                double pad_index, bool pad_first) {
+  auto* group = runtime_->group.get();
+  if (group == nullptr || tensor.dim() == 0) {
+    return tensor;
+  }
+  if (dim < 0) {
+    dim += tensor.dim();
+  }
+  TORCH_CHECK(dim >= 0 && dim < tensor.dim(), "accelerate: pad_across_processes: dimension ",
+              dim, " out of range for a tensor of ", tensor.dim(), " dimensions");
+  require_same_shapes(*group, tensor, "pad_across_processes", /*ignore_dim=*/true, dim);
+  const auto shapes = all_shapes(*group, tensor, "pad_across_processes");
+  const int64_t largest = shapes.select(1, 1 + dim).max().item<int64_t>();
+  const int64_t missing = largest - tensor.size(dim);
+  if (missing == 0) {
+    return tensor;
+  }
+  auto sizes = tensor.sizes().vec();
+  sizes[dim] = missing;
+  auto padding = torch::full(sizes, pad_index, tensor.options());
+  return pad_first ? torch::cat({padding, tensor}, dim) : torch::cat({tensor, padding}, dim);
+}
+
+} // namespace accelerate

@@ -1,0 +1,28 @@
+// The state behind an Accelerator (kept out of the public header so that c10d never reaches
+// users' code).
+#pragma once
+
+#include "accelerate/data_loader.h"
+#include "accelerate/options.h"
+#include "accelerate/state.h"
+#include "gradient_sync.h"
+#include "process_group.h"
+
+#include <memory>
+#include <vector>
+
+namespace accelerate::detail {
+
+struct Runtime {
+  ProcessInfo info;
+  Options options;
+  torch::Device device = torch::kCPU;
+  /// Null in a one-process job: nothing is communicated and nothing added to the step.
+  std::shared_ptr<ProcessGroup> group;
+  std::vector<std::shared_ptr<GradientSync>> gradient_syncs;
+  std::shared_ptr<LoaderContext> loader_context;
+  std::vector<torch::optim::Optimizer*> optimizers;
+  std::vector<torch::optim::LRScheduler*> schedulers;
+};
+
+} // namespace accelerate::detail

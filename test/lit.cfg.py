@@ -1,0 +1,44 @@
+# lit configuration for accel-rewrite's tests (test/rewrite). Paths come from the generated
+# lit.site.cfg.py in the build tree; run lit on build/test/rewrite.
+import os
+import sys
+
+import lit.formats
+
+config.name = "accel-rewrite"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".cpp", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.accel_obj_root, "test")
+# Only test/rewrite holds lit tests: the other directories are GoogleTest and CMake projects;
+# Inputs and utils hold what tests use.
+config.excludes = ["runtime", "support", "package", "Inputs", "utils"]
+
+
+def llvm_tool(name):
+    path = os.path.join(config.llvm_tools_dir, name)
+    if not os.path.exists(path):
+        lit_config.fatal(f"{name} not found in {config.llvm_tools_dir}; install LLVM's "
+                         f"test tools (Debian: llvm-{config.llvm_version.split('.')[0]}-tools)")
+    return path
+
+
+accel_rewrite = os.path.join(config.accel_tools_dir, "accel-rewrite")
+torch_flags = ["-std=c++17"] + [f"-isystem {d}" for d in config.torch_include_dirs]
+utils = os.path.join(config.test_source_root, "rewrite", "utils")
+# Substitutions are regular expressions; tool names match as whole words only.
+config.substitutions += [
+    ("%accel-rewrite", accel_rewrite),
+    ("%torch_flags", " ".join(torch_flags)),
+    ("%expect-exit", f'"{sys.executable}" "{os.path.join(utils, "expect-exit.py")}"'),
+    ("%accel_version", config.accel_version),
+    ("%llvm_version", config.llvm_version),
+    ("%torch_version", config.torch_version),
+    ("%default_resource_dir", config.default_resource_dir),
+    (r"(?<![\w/.-])FileCheck(?![\w/.-])", llvm_tool("FileCheck")),
+    (r"%not(?![\w-])", llvm_tool("not")),
+]
+
+# Tests that parse <torch/torch.h> need the headers the tool was built against.
+if config.torch_include_dirs:
+    config.available_features.add("torch")

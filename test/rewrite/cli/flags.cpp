@@ -1,0 +1,29 @@
+// Compile flags come from the flags after `--`, else from -p's compile_commands.json, else
+// the defaults (-std=c++17 and LibTorch's headers). This file parses only as strict C++17.
+// RUN: rm -rf %t && mkdir -p %t/build
+//
+// Defaults.
+// RUN: %accel-rewrite %s -o %t/defaults.cpp
+// RUN: diff %s %t/defaults.cpp
+//
+// Flags after `--` replace the defaults.
+// RUN: %accel-rewrite %s -o %t/dashdash.cpp -- %torch_flags
+// RUN: diff %s %t/dashdash.cpp
+// RUN: %expect-exit 2 %accel-rewrite %s -- -std=c++20 2>&1 | FileCheck %s --check-prefix=CXX20
+//
+// A build directory's database (which says -std=c++20) replaces them too.
+// RUN: sed -e 's|@DIR@|%/t|g' -e 's|@FILE@|%/s|g' %S/Inputs/compile_commands.json.in \
+// RUN:   > %t/build/compile_commands.json
+// RUN: %expect-exit 2 %accel-rewrite -p %t/build %s 2>&1 | FileCheck %s --check-prefix=CXX20
+// CXX20: error: static assertion failed{{.*}}strict C++17
+//
+// RUN: %expect-exit 1 %accel-rewrite -p %t/nowhere %s 2>&1 | FileCheck %s --check-prefix=NO-DB
+// NO-DB: accel-rewrite: error: cannot use -p {{.*}}nowhere:
+// RUN: %expect-exit 1 %accel-rewrite -p %t/build %s -- -std=c++17 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BOTH
+// BOTH: accel-rewrite: error: give either -p or compiler flags after --, not both
+
+static_assert(__cplusplus == 201703L, "expected strict C++17");
+#ifndef __STRICT_ANSI__
+#error expected strict C++17, not GNU C++17
+#endif

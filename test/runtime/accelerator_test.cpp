@@ -1,0 +1,196 @@
+// Data parallelism that changes nothing but speed: 2 processes at batch B end where 1 process
+// at batch 2B ends; with no launcher, exactly the plain LibTorch loop.
+#include "multiprocess.h"
+#include "runtime.h"
+#include "training_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace {
+
+using namespace accel_test;
+using accelerate::detail::GradientSync;
+
+std::string result_path() {
+  return (std::filesystem::temp_directory_path() /
+          ("accel-equivalence-" + std::to_string(getppid()) + ".pt"))
+      .string();
+}
+
+::testing::AssertionResult all_close(const std::vector<torch::Tensor>& a,
+                                     const std::vector<torch::Tensor>& b, double rtol,
+                                     double atol) {
+  if (a.size() != b.size()) {
+    return ::testing::AssertionFailure() << a.size() << " tensors vs " << b.size();
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::allclose(a[i], b[i], rtol, atol)) {
+      return ::testing::AssertionFailure()
+             << "tensor " << i << " differs; largest difference "
+             << (a[i] - b[i]).abs().max().item<double>();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct EquivalenceCase {
+  OptimizerKind optimizer;
+  SamplerKind sampler;
+};
+
+class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {};
+
+template <typename Sampler>
+std::vector<torch::Tensor> run_equivalence(OptimizerKind optimizer) {
+  constexpr size_t kBatch = 4;
+  // Each process initialises its model from its own seed: prepare must replace that with
+  // process 0's state. Process 0's seed is the baseline's, so that both draw the same shuffles.
+  auto results = run_in_processes(2, [&](const Peer& peer) {
+    auto state = train_with_accelerator<Sampler>(optimizer, kBatch, 1000 + peer.rank);
+    if (peer.rank == 0) {
+      torch::save(state, result_path());
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+  std::vector<torch::Tensor> distributed;
+  torch::load(distributed, result_path());
+  std::filesystem::remove(result_path());
+  return distributed;
+}
+
+TEST_P(Equivalence, TwoProcessesAtBatchBMatchOneProcessAtBatch2B) {
+  const auto [optimizer, sampler] = GetParam();
+  std::vector<torch::Tensor> distributed, single;
+  if (sampler == SamplerKind::Sequential) {
+    distributed = run_equivalence<torch::data::samplers::SequentialSampler>(optimizer);
+    single = train_with_accelerator<torch::data::samplers::SequentialSampler>(optimizer, 8, 1000);
+  } else {
+    distributed = run_equivalence<torch::data::samplers::RandomSampler>(optimizer);
+    single = train_with_accelerator<torch::data::samplers::RandomSampler>(optimizer, 8, 1000);
+  }
+  EXPECT_TRUE(all_close(distributed, single, 1e-5, 1e-6));
+  // And training did move the parameters (a test that cannot fail proves nothing).
+  torch::manual_seed(1000);
+  EXPECT_FALSE(all_close(state_of(*std::make_unique<Net>()), single, 1e-3, 1e-3));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, Equivalence,
+    ::testing::Values(EquivalenceCase{OptimizerKind::SGD, SamplerKind::Sequential},
+                      EquivalenceCase{OptimizerKind::SGD, SamplerKind::Random},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Sequential},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Random}),
+    [](const auto& info) {
+      return std::string(info.param.optimizer == OptimizerKind::SGD ? "SGDMomentum" : "Adam") +
+             (info.param.sampler == SamplerKind::Sequential ? "Sequential" : "Random");
+    });
+
+TEST(Accelerator, WithoutALauncherItIsExactlyThePlainLoop) {
+  for (auto optimizer : {OptimizerKind::SGD, OptimizerKind::Adam}) {
+    const auto with = train_with_accelerator<torch::data::samplers::RandomSampler>(optimizer, 6, 3);
+    const auto plain = train_plain<torch::data::samplers::RandomSampler>(optimizer, 6, 3);
+    ASSERT_EQ(with.size(), plain.size());
+    for (size_t i = 0; i < with.size(); ++i) {
+      EXPECT_TRUE(torch::equal(with[i], plain[i])) << "tensor " << i << " is not bit-identical";
+    }
+  }
+}
+
+TEST(Accelerator, SingleProcessFacts) {
+  accelerate::Accelerator accelerator;
+  EXPECT_EQ(accelerator.num_processes(), 1);
+  EXPECT_EQ(accelerator.process_index(), 0);
+  EXPECT_TRUE(accelerator.is_main_process());
+  EXPECT_TRUE(accelerator.is_local_main_process());
+  EXPECT_EQ(accelerator.device(), torch::Device(torch::kCPU));
+  EXPECT_TRUE(accelerator.runtime().gradient_syncs.empty());
+}
+
+// Four 256x256 layers (256 KiB of gradient each) with 300 KB buckets: one layer per bucket.
+struct DeepNetImpl : torch::nn::Module {
+  DeepNetImpl() {
+    for (int i = 0; i < 4; ++i) {
+      layers.push_back(register_module("layer" + std::to_string(i), torch::nn::Linear(256, 256)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    for (auto& layer : layers) {
+      x = torch::relu(layer->forward(x));
+    }
+    return x;
+  }
+  std::vector<torch::nn::Linear> layers;
+};
+TORCH_MODULE(DeepNet);
+
+TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
+  auto results = run_in_processes(2, [](const Peer& peer) {
+    accelerate::Options options;
+    options.bucket_cap_mb = 0.3;
+    options.first_bucket_cap_mb = 0.3;
+    accelerate::Accelerator accelerator(options);
+    DeepNet model;
+    accelerator.prepare(model);
+    auto& sync = *accelerator.runtime().gradient_syncs.at(0);
+    ASSERT_EQ(sync.bucket_count(), 4u);
+
+    auto loss = model->forward(torch::randn({32, 256})).pow(2).mean();
+    accelerator.backward(loss);
+
+    const auto events = sync.last_events();
+    size_t first_launch = events.size(), last_ready = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].kind == GradientSync::Event::BucketLaunched && first_launch == events.size()) {
+        first_launch = i;
+      }
+      if (events[i].kind == GradientSync::Event::GradientReady) {
+        last_ready = i;
+      }
+    }
+    EXPECT_LT(first_launch, last_ready)
+        << "bucket 0's all-reduce must start before the last gradient is ready";
+    EXPECT_EQ(events.back().kind, GradientSync::Event::Finalized);
+    // The gradients are averages: every process holds the same values.
+    for (const auto& p : model->parameters()) {
+      auto average = accelerator.reduce(p.grad(), "mean");
+      EXPECT_TRUE(torch::allclose(p.grad(), average, 1e-6, 1e-7)) << "rank " << peer.rank;
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+TEST(Accelerator, ParametersWithoutAGradientOnSomeProcessesStillSync) {
+  auto results = run_in_processes(2, [](const Peer& peer) {
+    accelerate::Accelerator accelerator;
+    Net model;
+    accelerator.prepare(model);
+    // Rank 0 uses the whole model; rank 1 only the second layer, so its first layer gets no
+    // gradient in this step and contributes zeros to the average.
+    torch::Tensor loss = peer.rank == 0 ? model->forward(torch::ones({2, 8})).sum()
+                                        : model->second->forward(torch::ones({2, 16})).sum();
+    accelerator.backward(loss);
+    for (const auto& p : model->parameters()) {
+      ASSERT_TRUE(p.grad().defined()) << "a parameter used by some process has no gradient";
+      auto both = accelerator.gather(p.grad().unsqueeze(0));
+      EXPECT_TRUE(torch::equal(both[0], both[1])) << "gradients differ between processes";
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+TEST(Accelerator, ParametersNoProcessUsedKeepNoGradient) {
+  auto results = run_in_processes(2, [](const Peer&) {
+    accelerate::Accelerator accelerator;
+    Net model;
+    accelerator.prepare(model);
+    accelerator.backward(model->second->forward(torch::ones({2, 16})).sum());
+    EXPECT_FALSE(model->first->weight.grad().defined());
+    EXPECT_FALSE(model->first->bias.grad().defined());
+    EXPECT_TRUE(model->second->weight.grad().defined());
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+} // namespace

@@ -1,0 +1,108 @@
+// Collectives across real processes: the values, and failing loudly instead of hanging.
+#include "multiprocess.h"
+
+#include <accelerate/accelerate.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Operations, GatherReduceBroadcastPad) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+    accelerate::Accelerator accelerator;
+    const float r = static_cast<float>(peer.rank);
+    EXPECT_TRUE(torch::equal(accelerator.gather(torch::tensor({r, r})),
+                             torch::tensor({0.f, 0.f, 1.f, 1.f})));
+    EXPECT_TRUE(torch::equal(accelerator.gather(torch::tensor(r)), torch::tensor({0.f, 1.f})));
+    EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r + 1, 10.f})),
+                             torch::tensor({3.f, 20.f})));
+    EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r + 1, 10.f}), "mean"),
+                             torch::tensor({1.5f, 10.f})));
+    EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r}), "max"), torch::tensor({1.f})));
+    EXPECT_TRUE(torch::equal(accelerator.broadcast(torch::full({2, 2}, r), 1),
+                             torch::full({2, 2}, 1.f)));
+    // Rank 0 has 2 rows, rank 1 has 3: both are padded to 3 and can then be gathered.
+    auto mine = torch::full({peer.rank + 2, 2}, r + 1);
+    auto padded = accelerator.pad_across_processes(mine, 0, -1);
+    EXPECT_EQ(padded.size(0), 3);
+    auto gathered = accelerator.gather(padded);
+    auto expected = torch::tensor({{1.f, 1.f}, {1.f, 1.f}, {-1.f, -1.f},
+                                   {2.f, 2.f}, {2.f, 2.f}, {2.f, 2.f}});
+    EXPECT_TRUE(torch::equal(gathered, expected)) << gathered;
+    auto first = accelerator.pad_across_processes(mine, 0, -1, /*pad_first=*/true);
+    EXPECT_EQ(first[0][0].item<float>(), peer.rank == 0 ? -1.f : 2.f);
+    accelerator.wait_for_everyone();
+    {
+      auto guard = accelerator.main_process_first();
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(Operations, DifferentShapesAreAnErrorNamingRanksAndShapes) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+    accelerate::Accelerator accelerator;
+    try {
+      accelerator.gather(torch::zeros({peer.rank + 2, 4}));
+      ADD_FAILURE() << "gather of different shapes must fail";
+    } catch (const std::runtime_error& error) {
+      EXPECT_STREQ(error.what(), "accelerate: gather needs the same tensor shape on every "
+                                 "process, got rank 0 [2, 4], rank 1 [3, 4]");
+    }
+    EXPECT_THROW(accelerator.reduce(torch::zeros({peer.rank + 1})), std::runtime_error);
+    EXPECT_THROW(accelerator.reduce(torch::zeros({1}), "median"), std::invalid_argument);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(Operations, APeerThatDiesMakesTheOthersFailNotHang) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+    accelerate::Options options;
+    options.timeout = 10s;
+    accelerate::Accelerator accelerator(options);
+    accelerator.wait_for_everyone();
+    if (peer.rank == 1) {
+      std::_Exit(0); // gone without a word, like a crash
+    }
+    try {
+      accelerator.reduce(torch::ones({4}));
+      ADD_FAILURE() << "a collective without its peer must fail";
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find("reduce failed on rank 0 of 2"), std::string::npos)
+          << error.what();
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+  EXPECT_FALSE(results[0].exit.stopped_by_group) << "rank 0 hung: " << results[0].output;
+}
+
+TEST(Operations, OneProcessNeedsNoGroup) {
+  accelerate::Accelerator accelerator;
+  auto t = torch::arange(3);
+  EXPECT_TRUE(torch::equal(accelerator.gather(t), t));
+  EXPECT_TRUE(torch::equal(accelerator.reduce(t, "sum"), t));
+  EXPECT_TRUE(torch::equal(accelerator.broadcast(t, 0), t));
+  EXPECT_TRUE(torch::equal(accelerator.pad_across_processes(t), t));
+  accelerator.wait_for_everyone();
+}
+
+TEST(Operations, SaveIsAtomicAndOnTheMainProcess) {
+  accelerate::Accelerator accelerator;
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("accel-save-" + std::to_string(getpid()) + ".pt"))
+                        .string();
+  accelerator.save(torch::arange(5), path);
+  torch::Tensor loaded;
+  torch::load(loaded, path);
+  EXPECT_TRUE(torch::equal(loaded, torch::arange(5)));
+  // A failed save leaves the previous file as it was and no temporary behind.
+  EXPECT_THROW(accelerator.save(torch::arange(5), "/nonexistent-dir/model.pt"), std::exception);
+  std::filesystem::remove(path);
+}
+
+} // namespace

@@ -1,0 +1,28 @@
+//===- ExitCodes.h - accel-rewrite's exit statuses --------------*- C++ -*-===//
+//
+// Scripts and CI tell failures apart by these; docs/accel-rewrite.md lists them too, so
+// change both together. When several inputs fail, the first failure decides.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace accel::tool {
+
+enum ExitCode : std::uint8_t { // What a process can return: 0-255.
+  /// Every input parsed and its output was written.
+  ExitSuccess = 0,
+  /// Bad command line: an unknown option (llvm::cl itself exits with 1), no input files,
+  /// conflicting output options, -o naming an input, an unknown --rules name, a -p
+  /// directory without a usable compile_commands.json or an input missing from it.
+  ExitUsage = 1,
+  /// Clang reported errors in an input; nothing was written for that input.
+  ExitParseError = 2,
+  /// Clang's resource directory (builtin headers such as stddef.h) was not found.
+  ExitNoResourceDir = 3,
+  /// An input could not be read or an output could not be written.
+  ExitIOError = 4,
+};
+
+} // namespace accel::tool
