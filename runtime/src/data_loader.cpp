@@ -16,7 +16,7 @@ ShardPlan plan_shard(const std::vector<int64_t>& order, size_t batch_size, int r
   if (drop_last) {
     // Only full batches, and only as many as every process can have.
     batches = (samples / batch_size) / world * world;
-  } else if (even_batches) {
+  } else if (even_batches && world > 1) {
     const size_t total = (samples + batch_size - 1) / batch_size;
     batches = (total + world - 1) / world * world;
     const size_t needed = batches * batch_size;

@@ -15,7 +15,7 @@ using accelerate::detail::GradientSync;
 
 std::string result_path() {
   return (std::filesystem::temp_directory_path() /
-          ("accel-equivalence-" + std::to_string(getppid()) + ".pt"))
+          ("accel-equivalence-" + std::to_string(job_id()) + ".pt"))
       .string();
 }
 

@@ -53,6 +53,8 @@ int env_int(const char* name) {
 
 bool is_worker() { return std::getenv(kWorkerVariable) != nullptr; }
 
+int job_id() { return is_worker() ? env_int(kWorkerVariable) : static_cast<int>(getpid()); }
+
 std::vector<WorkerResult> run_in_processes(int processes,
                                            const std::function<void(const Peer&)>& body,
                                            const RunOptions& options) {
@@ -70,7 +72,7 @@ std::vector<WorkerResult> run_in_processes(int processes,
   for (int rank = 0; rank < processes; ++rank) {
     specs[rank].argv = {"/proc/self/exe", "--gtest_filter=" + current_test_filter()};
     specs[rank].env = rank_environment(rank, world_size, rank, world_size, "127.0.0.1", port);
-    specs[rank].env[kWorkerVariable] = "1";
+    specs[rank].env[kWorkerVariable] = std::to_string(job_id());
     specs[rank].output_path = (log_dir / ("rank" + std::to_string(rank) + ".log")).string();
   }
   std::vector<WorkerResult> results;

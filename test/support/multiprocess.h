@@ -45,4 +45,8 @@ std::vector<WorkerResult> run_in_processes(int processes,
 /// True in a worker started by run_in_processes.
 bool is_worker();
 
+/// The same number in the test process and in the workers it starts (the test process's pid),
+/// for naming files they share.
+int job_id();
+
 } // namespace accel_test
