@@ -1,19 +1,83 @@
 # Finds LibTorch and the gloo headers the c10d Gloo backend needs.
 #
 # LibTorch comes from, in order: a user-supplied Torch_DIR (the LibTorch zip), or the torch
-# wheel in the project's venv (ACCEL_PYTHON, default .venv/bin/python), asked for
-# torch.utils.cmake_prefix_path.
+# wheel in the project's venv (ACCEL_PYTHON, default .venv/bin/python): the venv's Python is
+# asked where the torch package lies, without importing it (the CUDA wheel installed with
+# --no-deps, as scripts/setup-cuda makes it, cannot be imported), and its share/cmake is used.
+#
+# With ACCEL_WITH_CUDA the LibTorch must be a CUDA build. Its Caffe2Config needs a CUDA
+# toolkit (nvcc, cuda_runtime.h, libcudart): ACCEL_CUDA_ROOT, default $CUDA_HOME, $CUDA_PATH or
+# /usr/local/cuda. NCCL's header and library come from the venv's nvidia-nccl wheel
+# (site-packages/nvidia/nccl), else from the toolkit or the system (see docs/design.md).
 
 set(ACCEL_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
     "Python whose torch wheel provides LibTorch (ignored when Torch_DIR is set)")
 
-if(NOT Torch_DIR AND EXISTS "${ACCEL_PYTHON}")
+set(_accel_nccl_hint "")
+set(_accel_python_prefix "")
+set(_accel_torch_package "")
+if(EXISTS "${ACCEL_PYTHON}")
+  # Prints the torch package directory, then nvidia/nccl's (empty when that wheel is absent).
   execute_process(
-    COMMAND "${ACCEL_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
-    OUTPUT_VARIABLE _accel_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE
-    RESULT_VARIABLE _accel_torch_rc ERROR_QUIET)
-  if(_accel_torch_rc EQUAL 0)
-    list(APPEND CMAKE_PREFIX_PATH "${_accel_torch_prefix}")
+    COMMAND "${ACCEL_PYTHON}" -c [=[
+import importlib.util
+torch = importlib.util.find_spec("torch")
+print(list(torch.submodule_search_locations)[0] if torch else "")
+try:
+    nccl = importlib.util.find_spec("nvidia.nccl")
+except ImportError:
+    nccl = None
+print(list(nccl.submodule_search_locations)[0] if nccl else "")
+import sys
+print(sys.prefix)
+]=]
+    OUTPUT_VARIABLE _accel_python_out OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE _accel_python_rc ERROR_QUIET)
+  if(_accel_python_rc EQUAL 0)
+    string(REPLACE "\n" ";" _accel_python_out "${_accel_python_out}")
+    list(LENGTH _accel_python_out _accel_python_lines)
+    list(GET _accel_python_out 0 _accel_torch_package)
+    if(_accel_python_lines GREATER 2)
+      list(GET _accel_python_out 1 _accel_nccl_hint)
+      list(GET _accel_python_out 2 _accel_python_prefix)
+    endif()
+    if(NOT Torch_DIR AND _accel_torch_package)
+      list(APPEND CMAKE_PREFIX_PATH "${_accel_torch_package}/share/cmake")
+    endif()
+  endif()
+endif()
+
+if(ACCEL_WITH_CUDA)
+  set(_accel_cuda_default /usr/local/cuda)
+  foreach(_accel_variable CUDA_HOME CUDA_PATH)
+    if(DEFINED ENV{${_accel_variable}} AND NOT "$ENV{${_accel_variable}}" STREQUAL "")
+      set(_accel_cuda_default "$ENV{${_accel_variable}}")
+      break()
+    endif()
+  endforeach()
+  set(ACCEL_CUDA_ROOT "${_accel_cuda_default}" CACHE PATH
+      "CUDA toolkit the CUDA LibTorch's CMake files are pointed at (nvcc, headers, libcudart)")
+  if(NOT EXISTS "${ACCEL_CUDA_ROOT}/include/cuda_runtime_api.h" OR
+     NOT EXISTS "${ACCEL_CUDA_ROOT}/bin/nvcc")
+    message(FATAL_ERROR
+      "ACCEL_WITH_CUDA=ON needs a CUDA toolkit (bin/nvcc, include/cuda_runtime_api.h) at "
+      "ACCEL_CUDA_ROOT='${ACCEL_CUDA_ROOT}': install one matching the CUDA LibTorch, or pass "
+      "-DACCEL_CUDA_ROOT=/path/to/cuda (or set CUDA_HOME).")
+  endif()
+  # What Caffe2Config's FindCUDA and enable_language(CUDA) look at; a user's own values win.
+  if(NOT CUDA_TOOLKIT_ROOT_DIR)
+    set(CUDA_TOOLKIT_ROOT_DIR "${ACCEL_CUDA_ROOT}" CACHE PATH "CUDA toolkit (set by accel)")
+  endif()
+  if(NOT CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER "${ACCEL_CUDA_ROOT}/bin/nvcc" CACHE FILEPATH "nvcc (set by accel)")
+  endif()
+  if(NOT CUDAToolkit_ROOT)
+    set(CUDAToolkit_ROOT "${ACCEL_CUDA_ROOT}")
+  endif()
+  # Caffe2Config enables the CUDA language with our C++ standard (20) when none is set; CMake
+  # 3.25 knows no CUDA20 flags for nvcc and fails its try_run. We compile no CUDA sources.
+  if(NOT DEFINED CMAKE_CUDA_STANDARD)
+    set(CMAKE_CUDA_STANDARD 17)
   endif()
 endif()
 
@@ -42,7 +106,47 @@ if(ACCEL_BUILD_RUNTIME)
   set(ACCEL_GLOO_SOURCE "gloo headers from ${ACCEL_GLOO_INCLUDE_DIR}; gloo code from libtorch_cpu")
 endif()
 
-if(ACCEL_WITH_CUDA AND NOT TORCH_CUDA_LIBRARIES AND NOT CAFFE2_USE_CUDA)
-  message(FATAL_ERROR "ACCEL_WITH_CUDA=ON but the LibTorch found is a CPU build: ${Torch_DIR}")
+# A CUDA LibTorch's Caffe2Targets defines the imported targets c10_cuda and torch_cuda and its
+# Caffe2Config sets CAFFE2_USE_CUDA; a CPU build has neither.
+if(ACCEL_WITH_CUDA)
+  if(NOT TARGET c10_cuda OR NOT TARGET torch_cuda OR NOT CAFFE2_USE_CUDA)
+    message(FATAL_ERROR "ACCEL_WITH_CUDA=ON but the LibTorch found is a CPU build: ${Torch_DIR} "
+                        "(scripts/setup-cuda makes .venv-cuda with the CUDA wheel)")
+  endif()
+  find_path(ACCEL_NCCL_INCLUDE_DIR nccl.h
+    HINTS "${_accel_nccl_hint}/include" "${ACCEL_CUDA_ROOT}/include"
+    DOC "Directory holding nccl.h (ProcessGroupNCCL.hpp includes it)")
+  find_library(ACCEL_NCCL_LIBRARY NAMES nccl libnccl.so.2
+    HINTS "${_accel_nccl_hint}/lib" "${ACCEL_CUDA_ROOT}/lib64" "${ACCEL_CUDA_ROOT}/lib"
+    DOC "libnccl (the one the CUDA LibTorch loads)")
+  if(NOT ACCEL_NCCL_INCLUDE_DIR OR NOT ACCEL_NCCL_LIBRARY)
+    message(FATAL_ERROR
+      "ACCEL_WITH_CUDA=ON: NCCL not found (nccl.h: ${ACCEL_NCCL_INCLUDE_DIR}; libnccl: "
+      "${ACCEL_NCCL_LIBRARY}). Install the nvidia-nccl wheel the torch wheel requires into "
+      "the venv (scripts/setup-cuda does), or pass -DACCEL_NCCL_INCLUDE_DIR and "
+      "-DACCEL_NCCL_LIBRARY.")
+  endif()
+  # ATen's CUDA headers (which ProcessGroupNCCL.hpp includes) include cuBLAS, cuSPARSE and
+  # cuSOLVER headers: a full toolkit has them; with a minimal one they come from the venv
+  # (scripts/setup-cuda extracts them from the nvidia wheels into .venv-cuda/cuda-headers),
+  # or from the nvidia wheels installed in full.
+  get_filename_component(_accel_site_packages "${_accel_torch_package}" DIRECTORY)
+  find_path(ACCEL_CUDA_LIBS_INCLUDE_DIR cublas_v2.h
+    HINTS "${ACCEL_CUDA_ROOT}/include" "${_accel_python_prefix}/cuda-headers/include"
+          "${_accel_site_packages}/nvidia/cu13/include" "${_accel_site_packages}/nvidia/cublas/include"
+    DOC "Directory holding cublas_v2.h, cusparse.h and cusolverDn.h")
+  foreach(_accel_header cusparse.h cusolverDn.h)
+    if(ACCEL_CUDA_LIBS_INCLUDE_DIR AND NOT EXISTS "${ACCEL_CUDA_LIBS_INCLUDE_DIR}/${_accel_header}")
+      set(ACCEL_CUDA_LIBS_INCLUDE_DIR "ACCEL_CUDA_LIBS_INCLUDE_DIR-NOTFOUND")
+    endif()
+  endforeach()
+  if(NOT ACCEL_CUDA_LIBS_INCLUDE_DIR)
+    message(FATAL_ERROR
+      "ACCEL_WITH_CUDA=ON: cublas_v2.h, cusparse.h and cusolverDn.h not found (not in "
+      "${ACCEL_CUDA_ROOT}/include nor in the venv). Run scripts/setup-cuda, install the full "
+      "CUDA toolkit, or pass -DACCEL_CUDA_LIBS_INCLUDE_DIR.")
+  endif()
+  message(STATUS "accel: CUDA toolkit ${ACCEL_CUDA_ROOT}; NCCL ${ACCEL_NCCL_INCLUDE_DIR}; "
+                 "cuBLAS headers ${ACCEL_CUDA_LIBS_INCLUDE_DIR}")
 endif()
 message(STATUS "accel: LibTorch ${ACCEL_TORCH_VERSION} from ${Torch_DIR}")

@@ -1,9 +1,15 @@
-// `accel`: the launcher command line.
+// `accel`: the launcher command line — launch, config, env, test.
+#include "config_command.h"
+#include "env_command.h"
+#include "launch_command.h"
+
 #include <accel/build_info.h>
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
+#include <unistd.h>
 
 namespace {
 
@@ -14,15 +20,45 @@ void print_version() {
             << "Gloo " << ACCEL_GLOO_SOURCE << "\n";
 }
 
+// accel-selftest is installed beside accel.
+std::string selftest_path() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return (self.parent_path() / "accel-selftest").string();
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  using namespace accel::cli;
   CLI::App app{"accel: run LibTorch programs data-parallel on many processes and machines"};
   app.set_version_flag("--version", [] {
     print_version();
     return std::string();
   });
-  app.require_subcommand(0, 1);
+  app.require_subcommand(1);
+
+  LaunchRequest launch_request;
+  auto* launch = add_launch_command(app, launch_request);
+
+  std::optional<std::string> config_file;
+  auto* config = app.add_subcommand("config", "Write a config file by answering questions");
+  config->add_option("--config_file,--config-file", config_file,
+                     "Where to write (default: Accelerate's default_config.yaml)");
+  auto* config_default =
+      config->add_subcommand("default", "Write a default config without questions; never "
+                                        "overwrites");
+  config_default->add_option("--config_file,--config-file", config_file);
+
+  auto* env = app.add_subcommand("env", "Print versions, the machine and the config in effect");
+  env->add_option("--config_file,--config-file", config_file);
+
+  LaunchRequest test_request;
+  auto* test = app.add_subcommand("test", "Run the bundled self-test with the config in effect");
+  test->add_option("--config_file,--config-file", test_request.config_file);
+  test->add_option("--num_processes,--num-processes", test_request.flags.num_processes)
+      ->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForVersion&) {
@@ -30,8 +66,32 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   }
-  if (app.get_subcommands().empty()) {
-    std::cout << app.help();
+
+  try {
+    if (launch->parsed()) {
+      return run_launch(launch_request);
+    }
+    if (config_default->parsed()) {
+      return run_config_default(config_file.value_or(default_config_path()), std::cout);
+    }
+    if (config->parsed()) {
+      return run_config_questions(config_file.value_or(default_config_path()), std::cin,
+                                  std::cout);
+    }
+    if (env->parsed()) {
+      return run_env(config_file, std::cout);
+    }
+    if (test->parsed()) {
+      test_request.command = {selftest_path()};
+      const int code = run_launch(test_request);
+      std::cout << (code == 0 ? "Test is a success! You are ready for your distributed training!"
+                              : "Test failed: see the failed check above.")
+                << std::endl;
+      return code;
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "accel: error: " << error.what() << "\n";
+    return 2;
   }
   return 0;
 }

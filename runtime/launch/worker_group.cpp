@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -47,7 +48,20 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
   return result;
 }
 
-pid_t start_worker(const WorkerSpec& spec) {
+struct StartedWorker {
+  pid_t pid = -1;
+  int stdout_fd = -1; ///< read ends when output is captured
+  int stderr_fd = -1;
+};
+
+void close_if_open(int& fd) {
+  if (fd >= 0) {
+    close(fd);
+    fd = -1;
+  }
+}
+
+StartedWorker start_worker(const WorkerSpec& spec) {
   if (spec.argv.empty()) {
     throw std::runtime_error("accelerate: a worker needs a program to run");
   }
@@ -58,19 +72,34 @@ pid_t start_worker(const WorkerSpec& spec) {
   auto argv_ptrs = pointers_to(argv);
   auto envp_ptrs = pointers_to(envp);
   int out_fd = -1;
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
   if (!spec.output_path.empty()) {
     out_fd = open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out_fd < 0) {
       throw std::runtime_error("accelerate: cannot open worker log " + spec.output_path + ": " +
                                std::strerror(errno));
     }
+  } else if (spec.capture_output) {
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+      const int error = errno;
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+        if (fd >= 0) {
+          close(fd);
+        }
+      }
+      throw std::runtime_error(std::string("accelerate: pipe failed: ") + std::strerror(error));
+    }
   }
+  const std::vector<int> inherit = spec.inherit_fds;
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int error = errno;
-    if (out_fd >= 0) {
-      close(out_fd);
+    for (int fd : {out_fd, out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+      if (fd >= 0) {
+        close(fd);
+      }
     }
     throw std::runtime_error(std::string("accelerate: fork failed: ") + std::strerror(error));
   }
@@ -83,17 +112,26 @@ pid_t start_worker(const WorkerSpec& spec) {
     if (out_fd >= 0) {
       dup2(out_fd, STDOUT_FILENO);
       dup2(out_fd, STDERR_FILENO);
+    } else if (out_pipe[1] >= 0) {
+      dup2(out_pipe[1], STDOUT_FILENO);
+      dup2(err_pipe[1], STDERR_FILENO);
     }
+    for (int fd : inherit) {
+      fcntl(fd, F_SETFD, 0); // keep it open across exec
+    }
+    // The launcher's signal dispositions are not the worker's.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     execve(argv_ptrs[0], argv_ptrs.data(), envp_ptrs.data());
     static const char message[] = "accelerate: cannot execute the worker program\n";
     (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
     _exit(127);
   }
   setpgid(pid, pid); // also from the parent, so that signal_all works before the child runs
-  if (out_fd >= 0) {
-    close(out_fd);
-  }
-  return pid;
+  close_if_open(out_fd);
+  close_if_open(out_pipe[1]);
+  close_if_open(err_pipe[1]);
+  return StartedWorker{pid, out_pipe[0], err_pipe[0]};
 }
 
 } // namespace
@@ -112,10 +150,14 @@ std::string WorkerExit::describe() const {
   return text;
 }
 
-WorkerGroup::WorkerGroup(const std::vector<WorkerSpec>& specs) {
+WorkerGroup::WorkerGroup(const std::vector<WorkerSpec>& specs, OutputHandler on_output)
+    : on_output_(std::move(on_output)) {
   try {
     for (const auto& spec : specs) {
-      pids_.push_back(start_worker(spec));
+      const auto started = start_worker(spec);
+      pids_.push_back(started.pid);
+      stdout_fds_.push_back(started.stdout_fd);
+      stderr_fds_.push_back(started.stderr_fd);
       WorkerExit exit;
       exit.rank = static_cast<int>(exits_.size());
       exits_.push_back(exit);
@@ -134,6 +176,46 @@ WorkerGroup::~WorkerGroup() {
     if (running_[i]) {
       waitpid(pids_[i], nullptr, 0);
     }
+    close_if_open(stdout_fds_[i]);
+    close_if_open(stderr_fds_[i]);
+  }
+}
+
+void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<size_t, int>> owners; // (rank, stream)
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (stdout_fds_[i] >= 0) {
+      fds.push_back({stdout_fds_[i], POLLIN, 0});
+      owners.emplace_back(i, 1);
+    }
+    if (stderr_fds_[i] >= 0) {
+      fds.push_back({stderr_fds_[i], POLLIN, 0});
+      owners.emplace_back(i, 2);
+    }
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(wait_at_most);
+    return;
+  }
+  if (poll(fds.data(), fds.size(), static_cast<int>(wait_at_most.count())) <= 0) {
+    return;
+  }
+  char buffer[65536];
+  for (size_t k = 0; k < fds.size(); ++k) {
+    if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+      continue;
+    }
+    const auto [rank, stream] = owners[k];
+    int& fd = stream == 1 ? stdout_fds_[rank] : stderr_fds_[rank];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      if (on_output_) {
+        on_output_(static_cast<int>(rank), stream, std::string_view(buffer, n));
+      }
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      close_if_open(fd); // end of the worker's output
+    }
   }
 }
 
@@ -146,7 +228,8 @@ void WorkerGroup::signal_all(int signal) {
 }
 
 std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
-                                          std::chrono::milliseconds grace) {
+                                          std::chrono::milliseconds grace,
+                                          const std::atomic<int>* stop_signal) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto stop_at = start + deadline;
@@ -179,6 +262,15 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
     if (reaped) {
       continue;
     }
+    if (!stopping && stop_signal != nullptr && stop_signal->load() != 0) {
+      stopping = true;
+      signal_all(stop_signal->load());
+      stop_at = Clock::now() + grace;
+      for (size_t i = 0; i < pids_.size(); ++i) {
+        exits_[i].stopped_by_group = exits_[i].stopped_by_group || running_[i];
+      }
+      continue;
+    }
     if (Clock::now() >= stop_at) {
       if (!stopping) {
         stopping = true;
@@ -193,7 +285,17 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       continue;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pump_output(std::chrono::milliseconds(5));
+  }
+  // What the workers wrote just before they exited; bounded, since a descendant that left the
+  // worker's process group could hold a pipe open forever.
+  const auto drain_until = Clock::now() + std::chrono::seconds(2);
+  for (bool open = true; open && Clock::now() < drain_until;) {
+    pump_output(std::chrono::milliseconds(10));
+    open = false;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      open = open || stdout_fds_[i] >= 0 || stderr_fds_[i] >= 0;
+    }
   }
   return exits_;
 }

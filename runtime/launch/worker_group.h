@@ -3,9 +3,12 @@
 // self-test and the multi-process test harness.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -15,7 +18,13 @@ struct WorkerSpec {
   std::vector<std::string> argv;             ///< argv[0] is the program path; no shell.
   std::map<std::string, std::string> env;    ///< set on top of this process's environment
   std::string output_path;                   ///< stdout+stderr go here when not empty
+  bool capture_output = false;               ///< stdout+stderr go to the group's OutputHandler
+  std::vector<int> inherit_fds;              ///< descriptors the worker keeps open across exec
 };
+
+/// Receives a worker's output as it arrives: `stream` is 1 (stdout) or 2 (stderr); chunks are
+/// not split at line ends.
+using OutputHandler = std::function<void(int rank, int stream, std::string_view chunk)>;
 
 struct WorkerExit {
   int rank = 0;
@@ -32,22 +41,30 @@ public:
   /// Starts one process per spec; rank i is specs[i]. Each worker runs in its own process group
   /// and receives SIGKILL if this process dies. Throws std::runtime_error when a fork or exec
   /// fails (an exec failure is reported as exit code 127 by wait()).
-  explicit WorkerGroup(const std::vector<WorkerSpec>& specs);
+  explicit WorkerGroup(const std::vector<WorkerSpec>& specs, OutputHandler on_output = {});
   /// Kills and reaps any worker still running.
   ~WorkerGroup();
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
-  /// Waits for every worker. When one fails, or `deadline` passes, the others get SIGTERM and,
-  /// after `grace`, SIGKILL. Returns one entry per rank.
+  /// Waits for every worker, passing captured output on as it comes. When one fails, the
+  /// `deadline` passes, or `stop_signal` becomes non-zero (the launcher got SIGINT/SIGTERM), the
+  /// others get that signal (SIGTERM by default) and, after `grace`, SIGKILL. Returns one entry
+  /// per rank.
   std::vector<WorkerExit> wait(std::chrono::milliseconds deadline,
-                               std::chrono::milliseconds grace = std::chrono::seconds(5));
+                               std::chrono::milliseconds grace = std::chrono::seconds(5),
+                               const std::atomic<int>* stop_signal = nullptr);
 
   /// Sends `signal` to every running worker's process group.
   void signal_all(int signal);
 
 private:
+  void pump_output(std::chrono::milliseconds wait_at_most);
+
+  OutputHandler on_output_;
   std::vector<pid_t> pids_;
+  std::vector<int> stdout_fds_; ///< read ends of captured output, -1 when closed or none
+  std::vector<int> stderr_fds_;
   std::vector<WorkerExit> exits_;
   std::vector<bool> running_;
 };

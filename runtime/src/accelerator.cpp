@@ -3,6 +3,11 @@
 #include "runtime.h"
 
 #include <torch/csrc/utils/tensor_flatten.h>
+#ifdef ACCEL_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#else
+#include <c10/core/impl/VirtualGuardImpl.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +64,19 @@ torch::Device choose_device(const ProcessInfo& info, const Options& options) {
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(info.local_rank % count)};
 }
 
+// Makes `device` this process's current CUDA device, so that work the user or LibTorch puts on
+// plain `torch::kCUDA`, and NCCL's communicators, land on the GPU of this process's local rank
+// rather than all on GPU 0.
+void use_cuda_device(const torch::Device& device) {
+#ifdef ACCEL_WITH_CUDA
+  c10::cuda::set_device(device.index());
+#else
+  // A CPU-built runtime linked into a program that loaded CUDA LibTorch: no CUDA headers here,
+  // so go through the generic device guard (it dispatches to whatever CUDA backend is loaded).
+  c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device);
+#endif
+}
+
 // One process group per process, shared by every Accelerator alive in it (a program may create
 // more than one, as Python Accelerate's shared state allows).
 std::shared_ptr<detail::ProcessGroup> shared_group(const ProcessInfo& info,
@@ -108,6 +126,9 @@ Accelerator::Accelerator(const Options& options) : runtime_(std::make_unique<det
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
+  if (rt.device.is_cuda()) {
+    use_cuda_device(rt.device);
+  }
   if (rt.info.distributed()) {
     rt.group = shared_group(rt.info, rt.device, rt.options);
   }

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -37,9 +38,11 @@ c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo& info,
   options.waitWorkers = false;
   options.timeout = timeout;
   if (options.isServer) {
-    // Bind the listening socket ourselves so that the store listens on master_addr only
-    // (a loopback job accepts no connection from outside the machine).
-    options.masterListenFd = listen_on(info.master_addr, info.master_port);
+    // The store listens on master_addr only (a loopback job accepts no connection from outside
+    // the machine): on the socket `accel launch` bound and handed down, or on one we bind.
+    const char* inherited = std::getenv("ACCELERATE_STORE_LISTEN_FD");
+    options.masterListenFd = inherited != nullptr ? inherited_listen_socket(inherited)
+                                                  : listen_on(info.master_addr, info.master_port);
   }
   try {
     return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
@@ -110,10 +113,17 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
 c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
                                             const ProcessInfo& info,
                                             std::chrono::milliseconds timeout) {
+  // ProcessGroupNCCL::Options (2.14): create(is_high_priority_stream); the collective
+  // timeout is Backend::Options::timeout (the watchdog aborts a collective that exceeds it).
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
-  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, info.rank, info.world_size,
-                                                     options);
+  auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, info.rank, info.world_size,
+                                                             options);
+  // The Accelerator made this process's GPU current before connecting. Binding it tells NCCL
+  // which device barrier() and the communicators use, instead of guessing from the rank (which
+  // is wrong when processes per machine and GPUs per machine differ).
+  backend->setBoundDeviceId(at::Device(at::kCUDA, c10::cuda::current_device()));
+  return backend;
 }
 #endif
 

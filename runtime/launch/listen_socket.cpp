@@ -1,6 +1,7 @@
 #include "listen_socket.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -46,6 +47,23 @@ int listen_on(const std::string& host, int port) {
   freeaddrinfo(found);
   throw std::runtime_error("accelerate: rank 0 cannot listen on " + host + ":" + service +
                            " for the rendezvous: " + last_error);
+}
+
+int inherited_listen_socket(const std::string& descriptor) {
+  int fd = -1;
+  try {
+    fd = std::stoi(descriptor);
+  } catch (const std::exception&) {
+  }
+  int listening = 0;
+  socklen_t length = sizeof(listening);
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 ||
+      listening == 0) {
+    throw std::runtime_error("accelerate: ACCELERATE_STORE_LISTEN_FD=" + descriptor +
+                             " is not a listening socket (set by accel launch for rank 0 only)");
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC); // not for any process this one starts
+  return fd;
 }
 
 } // namespace accelerate::detail

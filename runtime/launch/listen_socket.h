@@ -10,6 +10,10 @@ namespace accelerate::detail {
 /// std::runtime_error naming the address when it is busy or cannot be bound.
 int listen_on(const std::string& host, int port);
 
+/// The listening socket a launcher passed down as a descriptor number (decimal text); throws
+/// std::runtime_error when it is not an open listening socket.
+int inherited_listen_socket(const std::string& descriptor);
+
 /// True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback(const std::string& host);
 

@@ -1,0 +1,76 @@
+#include "env_command.h"
+
+#include "launch_command.h"
+
+#include <accel/build_info.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/utsname.h>
+#include <thread>
+
+namespace accel::cli {
+namespace {
+
+std::string os_name() {
+  std::ifstream in("/etc/os-release");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      auto value = line.substr(12);
+      if (value.size() >= 2 && value.front() == '"') {
+        value = value.substr(1, value.size() - 2);
+      }
+      return value;
+    }
+  }
+  return "unknown";
+}
+
+std::string memory_total() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      std::istringstream fields(line.substr(9));
+      long kib = 0;
+      fields >> kib;
+      std::ostringstream text;
+      text.precision(1);
+      text << std::fixed << static_cast<double>(kib) / (1024.0 * 1024.0) << " GiB";
+      return text.str();
+    }
+  }
+  return "unknown";
+}
+
+} // namespace
+
+int run_env(const std::optional<std::string>& config_file, std::ostream& out) {
+  utsname system{};
+  uname(&system);
+  const auto config_path = config_file.value_or(default_config_path());
+  const bool have_config = std::filesystem::exists(config_path);
+  out << "- accel version: " << ACCEL_VERSION << "\n"
+      << "- LibTorch version (built with): " << ACCEL_TORCH_VERSION << "\n"
+      << "- CUDA / NCCL: " << ACCEL_CUDA_INFO << "\n"
+      << "- Gloo: " << ACCEL_GLOO_SOURCE << "\n"
+      << "- LLVM version (accel-rewrite): " << ACCEL_LLVM_VERSION << "\n"
+      << "- OS: " << os_name() << " (" << system.sysname << " " << system.release << " "
+      << system.machine << ")\n"
+      << "- CPU cores: " << std::thread::hardware_concurrency() << "\n"
+      << "- Memory: " << memory_total() << "\n"
+      << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
+  const auto config = effective_config(have_config ? std::optional<std::string>(config_path)
+                                                   : std::nullopt,
+                                       LaunchConfig{}, false);
+  out << "- Config in effect:\n";
+  std::istringstream yaml(config_to_yaml(config));
+  for (std::string line; std::getline(yaml, line);) {
+    if (line != "{}") {
+      out << "\t- " << line << "\n";
+    }
+  }
+  return 0;
+}
+
+} // namespace accel::cli

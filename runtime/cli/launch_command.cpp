@@ -1,0 +1,278 @@
+#include "launch_command.h"
+
+#include "listen_socket.h"
+#include "worker_group.h"
+#include "worker_output.h"
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace accel::cli {
+namespace {
+
+constexpr int kDefaultPort = 29500;
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void remember_signal(int signal) { g_stop_signal.store(signal); }
+
+// Names: Accelerate spells flags with underscores; hyphens are accepted too.
+std::string both_spellings(const std::string& name) {
+  std::string hyphen = name;
+  for (auto& c : hyphen) {
+    c = c == '_' ? '-' : c;
+  }
+  return hyphen == name ? "--" + name : "--" + name + ",--" + hyphen;
+}
+
+/// PROGRAM as execve needs it: a path, looked up in PATH when it has no slash.
+std::string resolve_program(const std::string& program) {
+  namespace fs = std::filesystem;
+  auto runnable = [](const fs::path& path) {
+    return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (!runnable(program)) {
+      throw std::runtime_error("cannot run '" + program + "': " +
+                               (fs::exists(program) ? "not an executable file" : "no such file"));
+    }
+    return program;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const auto candidate = fs::path(dirs.substr(start, end - start)) / program;
+    if (runnable(candidate)) {
+      return candidate.string();
+    }
+    start = end + 1;
+  }
+  throw std::runtime_error("cannot run '" + program + "': not found in PATH");
+}
+
+// Binds the rendezvous port for rank 0's store. On one machine a busy port is replaced by a
+// free one; across machines every launcher must agree on it, so a busy port is an error.
+int bind_store_socket(const std::string& address, int& port, bool single_machine) {
+  try {
+    return accelerate::detail::listen_on(address, port);
+  } catch (const std::runtime_error& error) {
+    if (!single_machine) {
+      throw std::runtime_error(std::string(error.what()) +
+                               " (choose another --main_process_port)");
+    }
+  }
+  const int fd = accelerate::detail::listen_on(address, 0);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  const int busy = port;
+  port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
+                                           : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  std::cerr << "accel: port " << busy << " is busy; using port " << port << " instead\n";
+  return fd;
+}
+
+std::string describe_failure(const accelerate::launch::WorkerExit& exit, int global_rank,
+                             const std::deque<std::string>& tail) {
+  auto copy = exit;
+  copy.rank = global_rank;
+  std::string text = "  " + copy.describe() + "\n";
+  for (const auto& line : tail) {
+    text += "    | " + line + "\n";
+  }
+  return text;
+}
+
+} // namespace
+
+CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request) {
+  auto* launch = app.add_subcommand("launch", "Run PROGRAM on several processes and machines");
+  auto& flags = request.flags;
+  launch->add_option(both_spellings("config_file"), request.config_file,
+                     "YAML config (default: Accelerate's default_config.yaml if it exists)");
+  launch->add_option(both_spellings("num_processes"), flags.num_processes,
+                     "Processes in total, across machines")
+      ->check(CLI::PositiveNumber);
+  launch->add_option(both_spellings("num_machines"), flags.num_machines)->check(CLI::PositiveNumber);
+  launch->add_option(both_spellings("machine_rank"), flags.machine_rank)->check(CLI::NonNegativeNumber);
+  launch->add_option(both_spellings("main_process_ip"), flags.main_process_ip);
+  launch->add_option(both_spellings("main_process_port"), flags.main_process_port)
+      ->check(CLI::Range(1, 65535));
+  launch->add_option(both_spellings("mixed_precision"), flags.mixed_precision)
+      ->check(CLI::IsMember({"no", "fp16", "bf16"}));
+  launch->add_option(both_spellings("gradient_accumulation_steps"),
+                     flags.gradient_accumulation_steps)
+      ->check(CLI::PositiveNumber);
+  launch->add_flag("--cpu", request.cpu, "Train on the CPU even where CUDA is available");
+  launch->add_option(both_spellings("gpu_ids"), flags.gpu_ids, "'all' or a list such as 0,1");
+  launch->add_option(both_spellings("num_cpu_threads_per_process"),
+                     flags.num_cpu_threads_per_process)
+      ->check(CLI::PositiveNumber);
+  launch->add_option(both_spellings("max_restarts"), request.max_restarts,
+                     "Restart the whole job up to this many times after a failure")
+      ->check(CLI::NonNegativeNumber);
+  launch->add_option(both_spellings("monitor_interval"), request.monitor_interval,
+                     "Seconds between checks on the workers")
+      ->check(CLI::PositiveNumber);
+  launch->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
+                     "Seconds the processes may take to meet, and collectives to finish")
+      ->check(CLI::PositiveNumber);
+  launch->add_option("--tee", request.tee,
+                     "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")
+      ->check(CLI::Range(0, 3));
+  launch->add_option(both_spellings("log_dir"), request.log_dir, "Write one log per rank here");
+  launch->add_flag(both_spellings("no_prefix"), request.no_prefix,
+                   "Do not prefix worker lines with their rank");
+  launch->add_option(both_spellings("only_rank"), request.only_rank,
+                     "Show only this rank's output (e.g. 0)");
+  launch->add_option("program", request.command, "PROGRAM [ARGS...]")->required();
+  // Everything from PROGRAM on belongs to the program, flags included.
+  launch->prefix_command();
+  return launch;
+}
+
+LaunchConfig effective_config(const std::optional<std::string>& config_file,
+                              const LaunchConfig& flags, bool cpu) {
+  LaunchConfig config;
+  std::vector<std::string> notes;
+  if (config_file) {
+    config = load_config_file(*config_file, &notes);
+  } else if (const auto path = default_config_path(); std::filesystem::exists(path)) {
+    config = load_config_file(path, &notes);
+  }
+  for (const auto& note : notes) {
+    std::cerr << "accel: note: " << note << "\n";
+  }
+  config.override_with(flags);
+  if (cpu) {
+    config.use_cpu = true;
+  }
+  return config;
+}
+
+int run_launch(const LaunchRequest& request) {
+  const auto config = effective_config(request.config_file, request.flags, request.cpu);
+  const int world_size = config.num_processes.value_or(1);
+  const int machines = config.num_machines.value_or(1);
+  const int machine_rank = config.machine_rank.value_or(0);
+  if (world_size % machines != 0) {
+    throw std::runtime_error("--num_processes " + std::to_string(world_size) +
+                             " is not a multiple of --num_machines " + std::to_string(machines));
+  }
+  if (machine_rank >= machines) {
+    throw std::runtime_error("--machine_rank " + std::to_string(machine_rank) +
+                             " is not below --num_machines " + std::to_string(machines));
+  }
+  if (machines > 1 && !config.main_process_ip) {
+    throw std::runtime_error("several machines need --main_process_ip (the address of machine 0)");
+  }
+  const bool single_machine = machines == 1;
+  const int per_machine = world_size / machines;
+  const int first_rank = machine_rank * per_machine;
+  const std::string master_addr = single_machine ? "127.0.0.1" : *config.main_process_ip;
+  int port = config.main_process_port.value_or(kDefaultPort);
+
+  std::vector<std::string> argv = request.command;
+  argv[0] = resolve_program(argv[0]);
+
+  int store_fd = -1;
+  if (machine_rank == 0) {
+    store_fd = bind_store_socket(master_addr, port, single_machine);
+  }
+
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = config.num_cpu_threads_per_process.value_or(
+      static_cast<int>(std::max(1u, cores / static_cast<unsigned>(per_machine))));
+
+  struct sigaction action {};
+  action.sa_handler = remember_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  int exit_code = 1;
+  for (int attempt = 0; attempt <= request.max_restarts; ++attempt) {
+    std::vector<accelerate::launch::WorkerSpec> specs(per_machine);
+    for (int local = 0; local < per_machine; ++local) {
+      auto& spec = specs[local];
+      const int rank = first_rank + local;
+      spec.argv = argv;
+      spec.capture_output = true;
+      spec.env = accelerate::launch::rank_environment(rank, world_size, local, per_machine,
+                                                      master_addr, port);
+      spec.env["GROUP_RANK"] = std::to_string(machine_rank);
+      spec.env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision.value_or("no");
+      spec.env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] =
+          std::to_string(config.gradient_accumulation_steps.value_or(1));
+      spec.env["ACCELERATE_USE_CPU"] = config.use_cpu.value_or(false) ? "true" : "false";
+      spec.env["ACCELERATE_DEBUG_MODE"] = config.debug.value_or(false) ? "true" : "false";
+      spec.env["ACCELERATE_TIMEOUT"] = std::to_string(request.rdzv_timeout);
+      spec.env["ACCELERATE_RESTART_COUNT"] = std::to_string(attempt);
+      spec.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
+      if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+        spec.env["OMP_NUM_THREADS"] = std::to_string(threads);
+      }
+      if (config.gpu_ids && *config.gpu_ids != "all") {
+        spec.env["CUDA_VISIBLE_DEVICES"] = *config.gpu_ids;
+      }
+      if (rank == 0 && store_fd >= 0) {
+        spec.env["ACCELERATE_STORE_LISTEN_FD"] = std::to_string(store_fd);
+        spec.inherit_fds.push_back(store_fd);
+      }
+    }
+
+    WorkerOutputOptions output_options;
+    output_options.first_rank = first_rank;
+    output_options.prefix = !request.no_prefix;
+    output_options.only_rank = request.only_rank;
+    output_options.tee = request.tee;
+    output_options.log_dir = request.log_dir;
+    WorkerOutput output(per_machine, output_options);
+
+    std::vector<accelerate::launch::WorkerExit> exits;
+    {
+      accelerate::launch::WorkerGroup group(
+          specs, [&output](int local, int stream, std::string_view chunk) {
+            output.add(local, stream, chunk);
+          });
+      exits = group.wait(std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal);
+    }
+    output.flush();
+
+    if (const int signal = g_stop_signal.load(); signal != 0) {
+      std::cerr << "accel: stopped by signal " << signal << "; every worker was stopped\n";
+      exit_code = 128 + signal;
+      break;
+    }
+    std::string summary;
+    for (const auto& exit : exits) {
+      if (!exit.succeeded() && !exit.stopped_by_group) {
+        summary += describe_failure(exit, first_rank + exit.rank, output.stderr_tail(exit.rank));
+      }
+    }
+    if (summary.empty()) {
+      exit_code = 0;
+      break;
+    }
+    std::cerr << "accel: the job failed (root cause first; the other workers were stopped):\n"
+              << summary;
+    if (attempt < request.max_restarts) {
+      std::cerr << "accel: restarting every worker (restart " << attempt + 1 << " of "
+                << request.max_restarts << ")\n";
+    }
+  }
+  if (store_fd >= 0) {
+    ::close(store_fd);
+  }
+  return exit_code;
+}
+
+} // namespace accel::cli

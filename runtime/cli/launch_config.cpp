@@ -1,0 +1,270 @@
+#include "launch_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace accel::cli {
+namespace {
+
+// Keys Python Accelerate writes that do not apply to a C++ program.
+const std::set<std::string> kPythonOnlyKeys = {
+    "deepspeed_config", "fsdp_config",      "megatron_lm_config", "dynamo_config",
+    "ipex_config",      "mpirun_config",    "tpu_env",            "tpu_use_cluster",
+    "tpu_use_sudo",     "tpu_name",         "tpu_zone",           "commands",
+    "command_file",     "main_training_function", "downcast_bf16", "enable_cpu_affinity",
+    "use_mps_device",   "parallelism_config", "fp8_config",       "tpu_vm",
+    "dynamo_backend",   "megatron_lm",      "fsdp",               "deepspeed",
+    "mpirun_hostfile",  "ipex",
+};
+
+std::string where(const std::string& path, const YAML::Node& node, const std::string& key) {
+  const auto mark = node.Mark();
+  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
+         ": key '" + key + "': ";
+}
+
+// A Python-only key with its default value says nothing worth a note.
+bool is_default_value(const YAML::Node& value) {
+  if (!value || value.IsNull()) {
+    return true;
+  }
+  if (value.IsSequence() || value.IsMap()) {
+    return value.size() == 0;
+  }
+  const auto text = value.as<std::string>();
+  return text == "false" || text == "False" || text == "no" || text == "NO" || text == "main" ||
+         text.empty();
+}
+
+template <typename T>
+T scalar(const std::string& path, const YAML::Node& value, const std::string& key,
+         const char* expected) {
+  if (!value.IsScalar()) {
+    throw std::runtime_error(where(path, value, key) + "expected " + expected);
+  }
+  try {
+    return value.as<T>();
+  } catch (const YAML::Exception&) {
+    throw std::runtime_error(where(path, value, key) + "expected " + expected + ", got '" +
+                             value.Scalar() + "'");
+  }
+}
+
+int bounded_int(const std::string& path, const YAML::Node& value, const std::string& key,
+                int lowest, int highest) {
+  const int number = scalar<int>(path, value, key, "an integer");
+  if (number < lowest || number > highest) {
+    throw std::runtime_error(where(path, value, key) + std::to_string(number) +
+                             " is out of range [" + std::to_string(lowest) + ", " +
+                             std::to_string(highest) + "]");
+  }
+  return number;
+}
+
+std::string one_of(const std::string& path, const YAML::Node& value, const std::string& key,
+                   const std::vector<std::string>& allowed) {
+  auto text = scalar<std::string>(path, value, key, "a string");
+  for (const auto& candidate : allowed) {
+    if (text == candidate) {
+      return text;
+    }
+  }
+  std::string list;
+  for (const auto& candidate : allowed) {
+    list += (list.empty() ? "" : ", ") + candidate;
+  }
+  throw std::runtime_error(where(path, value, key) + "'" + text + "' is not one of " + list);
+}
+
+} // namespace
+
+void LaunchConfig::override_with(const LaunchConfig& over) {
+  auto take = [](auto& mine, const auto& theirs) {
+    if (theirs) {
+      mine = theirs;
+    }
+  };
+  take(compute_environment, over.compute_environment);
+  take(distributed_type, over.distributed_type);
+  take(mixed_precision, over.mixed_precision);
+  take(use_cpu, over.use_cpu);
+  take(num_processes, over.num_processes);
+  take(num_machines, over.num_machines);
+  take(machine_rank, over.machine_rank);
+  take(main_process_ip, over.main_process_ip);
+  take(main_process_port, over.main_process_port);
+  take(gpu_ids, over.gpu_ids);
+  take(rdzv_backend, over.rdzv_backend);
+  take(same_network, over.same_network);
+  take(debug, over.debug);
+  take(gradient_accumulation_steps, over.gradient_accumulation_steps);
+  take(num_cpu_threads_per_process, over.num_cpu_threads_per_process);
+}
+
+std::string default_config_path() {
+  namespace fs = std::filesystem;
+  fs::path cache;
+  if (const char* hf_home = std::getenv("HF_HOME"); hf_home && *hf_home) {
+    cache = hf_home;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    cache = fs::path(xdg) / "huggingface";
+  } else {
+    const char* home = std::getenv("HOME");
+    cache = fs::path(home && *home ? home : ".") / ".cache" / "huggingface";
+  }
+  return (cache / "accelerate" / "default_config.yaml").string();
+}
+
+LaunchConfig load_config_file(const std::string& path, std::vector<std::string>* notes) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw std::runtime_error(path + ": cannot read the config file");
+  } catch (const YAML::ParserException& error) {
+    throw std::runtime_error(path + ":" + std::to_string(error.mark.line + 1) + ":" +
+                             std::to_string(error.mark.column + 1) + ": " + error.msg);
+  }
+  LaunchConfig config;
+  if (root.IsNull()) {
+    return config; // an empty file sets nothing
+  }
+  if (!root.IsMap()) {
+    throw std::runtime_error(path + ": the config file must be a mapping of keys to values");
+  }
+  for (const auto& entry : root) {
+    const auto key = entry.first.as<std::string>();
+    const auto& value = entry.second;
+    if (kPythonOnlyKeys.count(key)) {
+      if (notes && !is_default_value(value)) {
+        notes->push_back("ignoring '" + key + "' from " + path +
+                         ": it configures Python Accelerate only");
+      }
+      continue;
+    }
+    if (value.IsNull()) {
+      continue; // Accelerate writes null for settings that do not apply
+    }
+    if (key == "compute_environment") {
+      config.compute_environment = one_of(path, value, key, {"LOCAL_MACHINE"});
+    } else if (key == "distributed_type") {
+      config.distributed_type = one_of(path, value, key, {"NO", "MULTI_CPU", "MULTI_GPU"});
+    } else if (key == "mixed_precision") {
+      config.mixed_precision = one_of(path, value, key, {"no", "fp16", "bf16"});
+    } else if (key == "use_cpu") {
+      config.use_cpu = scalar<bool>(path, value, key, "true or false");
+    } else if (key == "num_processes") {
+      config.num_processes = bounded_int(path, value, key, 1, 65536);
+    } else if (key == "num_machines") {
+      config.num_machines = bounded_int(path, value, key, 1, 65536);
+    } else if (key == "machine_rank") {
+      config.machine_rank = bounded_int(path, value, key, 0, 65535);
+    } else if (key == "main_process_ip") {
+      config.main_process_ip = scalar<std::string>(path, value, key, "an address");
+    } else if (key == "main_process_port") {
+      config.main_process_port = bounded_int(path, value, key, 1, 65535);
+    } else if (key == "gpu_ids") {
+      config.gpu_ids = scalar<std::string>(path, value, key, "'all' or a list like 0,1");
+    } else if (key == "rdzv_backend") {
+      config.rdzv_backend = one_of(path, value, key, {"static"});
+    } else if (key == "same_network") {
+      config.same_network = scalar<bool>(path, value, key, "true or false");
+    } else if (key == "debug") {
+      config.debug = scalar<bool>(path, value, key, "true or false");
+    } else if (key == "gradient_accumulation_steps") {
+      config.gradient_accumulation_steps = bounded_int(path, value, key, 1, 1 << 20);
+    } else if (key == "num_cpu_threads_per_process") {
+      config.num_cpu_threads_per_process = bounded_int(path, value, key, 1, 4096);
+    } else {
+      throw std::runtime_error(where(path, entry.first, key) + "unknown key");
+    }
+  }
+  if (config.machine_rank && config.num_machines &&
+      *config.machine_rank >= *config.num_machines) {
+    throw std::runtime_error(path + ": machine_rank " + std::to_string(*config.machine_rank) +
+                             " is not below num_machines " +
+                             std::to_string(*config.num_machines));
+  }
+  return config;
+}
+
+std::string config_to_yaml(const LaunchConfig& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  auto put = [&out](const char* key, const auto& value) {
+    if (value) {
+      out << YAML::Key << key << YAML::Value << *value;
+    }
+  };
+  put("compute_environment", config.compute_environment);
+  put("debug", config.debug);
+  put("distributed_type", config.distributed_type);
+  put("gpu_ids", config.gpu_ids);
+  put("machine_rank", config.machine_rank);
+  put("main_process_ip", config.main_process_ip);
+  put("main_process_port", config.main_process_port);
+  put("mixed_precision", config.mixed_precision);
+  put("num_machines", config.num_machines);
+  put("num_processes", config.num_processes);
+  put("rdzv_backend", config.rdzv_backend);
+  put("same_network", config.same_network);
+  put("use_cpu", config.use_cpu);
+  put("gradient_accumulation_steps", config.gradient_accumulation_steps);
+  put("num_cpu_threads_per_process", config.num_cpu_threads_per_process);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, bool overwrite) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (!overwrite && fs::exists(target)) {
+    throw std::runtime_error(path + " already exists; not overwriting it");
+  }
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path());
+  }
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      throw std::runtime_error("cannot write " + temporary);
+    }
+  }
+  if (const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (!overwrite) {
+    // link() fails if the target appeared meanwhile: never replace a file we were told to keep.
+    if (::link(temporary.c_str(), path.c_str()) != 0) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      throw std::runtime_error(path + " already exists; not overwriting it");
+    }
+    fs::remove(temporary);
+    return;
+  }
+  std::error_code error;
+  fs::rename(temporary, target, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw std::runtime_error("cannot write " + path + ": " + error.message());
+  }
+}
+
+} // namespace accel::cli
