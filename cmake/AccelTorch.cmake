@@ -7,8 +7,9 @@
 #
 # With ACCEL_WITH_CUDA the LibTorch must be a CUDA build. Its Caffe2Config needs a CUDA
 # toolkit (nvcc, cuda_runtime.h, libcudart): ACCEL_CUDA_ROOT, default $CUDA_HOME, $CUDA_PATH or
-# /usr/local/cuda. NCCL's header and library come from the venv's nvidia-nccl wheel
-# (site-packages/nvidia/nccl), else from the toolkit or the system (see docs/design.md).
+# /usr/local/cuda. nccl.h comes from the venv's nvidia-nccl wheel (site-packages/nvidia/nccl),
+# else from the toolkit or the system; cuBLAS/cuSPARSE/cuSOLVER headers from the toolkit or
+# the venv (see docs/design.md, "The CUDA build").
 
 set(ACCEL_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
     "Python whose torch wheel provides LibTorch (ignored when Torch_DIR is set)")
@@ -17,7 +18,8 @@ set(_accel_nccl_hint "")
 set(_accel_python_prefix "")
 set(_accel_torch_package "")
 if(EXISTS "${ACCEL_PYTHON}")
-  # Prints the torch package directory, then nvidia/nccl's (empty when that wheel is absent).
+  # Prints the torch package directory, nvidia/nccl's (empty when that wheel is absent) and the
+  # venv's prefix.
   execute_process(
     COMMAND "${ACCEL_PYTHON}" -c [=[
 import importlib.util
@@ -116,15 +118,12 @@ if(ACCEL_WITH_CUDA)
   find_path(ACCEL_NCCL_INCLUDE_DIR nccl.h
     HINTS "${_accel_nccl_hint}/include" "${ACCEL_CUDA_ROOT}/include"
     DOC "Directory holding nccl.h (ProcessGroupNCCL.hpp includes it)")
-  find_library(ACCEL_NCCL_LIBRARY NAMES nccl libnccl.so.2
-    HINTS "${_accel_nccl_hint}/lib" "${ACCEL_CUDA_ROOT}/lib64" "${ACCEL_CUDA_ROOT}/lib"
-    DOC "libnccl (the one the CUDA LibTorch loads)")
-  if(NOT ACCEL_NCCL_INCLUDE_DIR OR NOT ACCEL_NCCL_LIBRARY)
+  # Only the header: we call no NCCL function ourselves (nm shows none), and libtorch_cuda.so
+  # already loads the libnccl.so.2 it was built with, from the same wheel.
+  if(NOT ACCEL_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR
-      "ACCEL_WITH_CUDA=ON: NCCL not found (nccl.h: ${ACCEL_NCCL_INCLUDE_DIR}; libnccl: "
-      "${ACCEL_NCCL_LIBRARY}). Install the nvidia-nccl wheel the torch wheel requires into "
-      "the venv (scripts/setup-cuda does), or pass -DACCEL_NCCL_INCLUDE_DIR and "
-      "-DACCEL_NCCL_LIBRARY.")
+      "ACCEL_WITH_CUDA=ON: nccl.h not found. Install the nvidia-nccl wheel the torch wheel "
+      "requires into the venv (scripts/setup-cuda does), or pass -DACCEL_NCCL_INCLUDE_DIR.")
   endif()
   # ATen's CUDA headers (which ProcessGroupNCCL.hpp includes) include cuBLAS, cuSPARSE and
   # cuSOLVER headers: a full toolkit has them; with a minimal one they come from the venv

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
 
   try {
     if (launch->parsed()) {
+      launch_request.command = launch->remaining();
       return run_launch(launch_request);
     }
     if (config_default->parsed()) {

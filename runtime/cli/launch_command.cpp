@@ -95,7 +95,8 @@ std::string describe_failure(const accelerate::launch::WorkerExit& exit, int glo
 } // namespace
 
 CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request) {
-  auto* launch = app.add_subcommand("launch", "Run PROGRAM on several processes and machines");
+  auto* launch = app.add_subcommand(
+      "launch", "Run PROGRAM [ARGS...] on several processes and machines");
   auto& flags = request.flags;
   launch->add_option(both_spellings("config_file"), request.config_file,
                      "YAML config (default: Accelerate's default_config.yaml if it exists)");
@@ -134,8 +135,8 @@ CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request) {
                    "Do not prefix worker lines with their rank");
   launch->add_option(both_spellings("only_rank"), request.only_rank,
                      "Show only this rank's output (e.g. 0)");
-  launch->add_option("program", request.command, "PROGRAM [ARGS...]")->required();
-  // Everything from PROGRAM on belongs to the program, flags included.
+  // Everything from PROGRAM on belongs to the program, flags included: CLI11 leaves it in
+  // remaining(), which run_launch's caller hands over as the command.
   launch->prefix_command();
   return launch;
 }
@@ -160,6 +161,9 @@ LaunchConfig effective_config(const std::optional<std::string>& config_file,
 }
 
 int run_launch(const LaunchRequest& request) {
+  if (request.command.empty()) {
+    throw std::runtime_error("accel launch needs a PROGRAM to run (accel launch --help)");
+  }
   const auto config = effective_config(request.config_file, request.flags, request.cpu);
   const int world_size = config.num_processes.value_or(1);
   const int machines = config.num_machines.value_or(1);

@@ -1,107 +1,122 @@
-// The runtime's multi-process self-check. Run with no launcher variables it starts
-// --num_processes copies of itself on 127.0.0.1; each copy (a worker) joins the c10d process
-// group and checks all-reduce, broadcast and barrier against values it can compute alone.
-#include "process_group.h"
-#include "worker_group.h"
+// The runtime's self-test, run by `accel test` (and by `accel launch ... accel-selftest`) on
+// every process of a job: collectives, data sharding and a short training run that must equal
+// the same training on one process. Each check prints "ok" on the main process or fails with
+// "check failed: NAME: what", which the launcher's failure summary shows.
+#include <accelerate/accelerate.h>
 
-#include <torch/torch.h>
-
-#include <cstdlib>
 #include <iostream>
-#include <sstream>
+#include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
-using accelerate::detail::ProcessGroup;
-
-// Throws with `what` unless `ok`; the worker's exit code then reports the failed check.
-void check(bool ok, const std::string& what) {
+void check(bool ok, const std::string& name, const std::string& what) {
   if (!ok) {
-    throw std::runtime_error("check failed: " + what);
+    throw std::runtime_error("check failed: " + name + ": " + what);
   }
 }
 
-void check_all_reduce(ProcessGroup& group) {
-  const int n = group.size();
-  std::vector<at::Tensor> tensors{torch::full({1000}, static_cast<float>(group.rank() + 1))};
-  group.wait(group.backend().allreduce(tensors), "all-reduce");
-  const float expected = static_cast<float>(n * (n + 1) / 2);
-  check(torch::all(tensors[0] == expected).item<bool>(), "all-reduce sums every process");
-}
-
-void check_broadcast(ProcessGroup& group) {
-  const int root = group.size() - 1;
-  std::vector<at::Tensor> tensors{torch::arange(16, torch::kFloat32) + group.rank()};
-  c10d::BroadcastOptions options;
-  options.rootRank = root;
-  group.wait(group.backend().broadcast(tensors, options), "broadcast");
-  check(torch::equal(tensors[0], torch::arange(16, torch::kFloat32) + root),
-        "broadcast delivers the root's tensor");
-}
-
-int run_worker() {
-  const auto info = accelerate::detect_process_info();
-  accelerate::detail::ProcessGroupOptions options;
-  options.timeout = std::chrono::seconds(60);
-  auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, options);
-  check_all_reduce(*group);
-  check_broadcast(*group);
-  group->barrier();
-  std::ostringstream line;
-  line << "[rank " << info.rank << "/" << info.world_size << "] all-reduce, broadcast, barrier: ok ("
-       << group->backend_name() << ")\n";
-  std::cout << line.str() << std::flush;
-  return 0;
-}
-
-int run_job(int num_processes) {
-  using namespace accelerate::launch;
-  const int port = free_loopback_port();
-  std::vector<WorkerSpec> specs(num_processes);
-  for (int rank = 0; rank < num_processes; ++rank) {
-    specs[rank].argv = {"/proc/self/exe"};
-    specs[rank].env = rank_environment(rank, num_processes, rank, num_processes, "127.0.0.1",
-                                       port);
+/// Sample i is the tensor [i] with target 2i + 1.
+class Line : public torch::data::datasets::Dataset<Line> {
+public:
+  explicit Line(size_t size) : size_(size) {}
+  torch::data::Example<> get(size_t i) override {
+    const auto x = static_cast<float>(i) / static_cast<float>(size_);
+    return {torch::tensor({x}), torch::tensor({2 * x + 1})};
   }
-  WorkerGroup group(specs);
-  bool ok = true;
-  for (const auto& exit : group.wait(std::chrono::seconds(120))) {
-    if (!exit.succeeded()) {
-      std::cerr << "accel-selftest: " << exit.describe() << "\n";
-      ok = false;
+  std::optional<size_t> size() const override { return size_; }
+
+private:
+  size_t size_;
+};
+
+void check_collectives(accelerate::Accelerator& accelerator) {
+  const int n = accelerator.num_processes();
+  const auto rank = static_cast<float>(accelerator.process_index());
+  const auto sum = accelerator.reduce(torch::full({1000}, rank + 1)).mean().item<float>();
+  check(sum == static_cast<float>(n * (n + 1) / 2), "reduce", "sum of 1..N was " + std::to_string(sum));
+  const auto gathered = accelerator.gather(torch::tensor({rank}));
+  check(torch::equal(gathered, torch::arange(n, torch::kFloat32)), "gather", "wrong order or values");
+  const auto root = accelerator.broadcast(torch::full({4}, rank), n - 1);
+  check(torch::all(root == static_cast<float>(n - 1)).item<bool>(), "broadcast", "not the root's");
+  accelerator.wait_for_everyone();
+  accelerator.print("collectives (reduce, gather, broadcast, barrier): ok");
+}
+
+void check_data_sharding(accelerate::Accelerator& accelerator) {
+  const size_t samples = 3 * static_cast<size_t>(accelerator.num_processes()) * 4 + 1;
+  auto loader = accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(
+      Line(samples).map(torch::data::transforms::Stack<>()), 3);
+  std::vector<torch::Tensor> seen;
+  for (auto& batch : *loader) {
+    // One process reads the plain loader: only several share evenly with full batches.
+    check(batch.data.size(0) == 3 || !accelerator.distributed(), "data sharding",
+          "a batch is not full (even_batches)");
+    seen.push_back(accelerator.gather_for_metrics(batch.data.reshape({-1})));
+  }
+  const auto all = std::get<0>(torch::cat(seen).sort());
+  const auto expected = torch::arange(static_cast<int64_t>(samples), torch::kFloat32) /
+                        static_cast<float>(samples);
+  check(all.numel() == static_cast<int64_t>(samples) && torch::allclose(all, expected),
+        "data sharding", "the processes together did not see every sample exactly once");
+  accelerator.print("data sharding (shared shuffle, even batches, gather_for_metrics): ok");
+}
+
+template <typename Loop>
+torch::Tensor train(Loop&& loop) {
+  torch::manual_seed(0);
+  torch::nn::Linear model(1, 1);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  loop(model, optimizer);
+  return torch::cat({model->weight.detach().reshape({-1}), model->bias.detach().reshape({-1})});
+}
+
+void check_training(accelerate::Accelerator& accelerator) {
+  const size_t batch = 4;
+  const size_t samples = batch * static_cast<size_t>(accelerator.num_processes()) * 5;
+  const auto distributed = train([&](torch::nn::Linear& model, torch::optim::SGD& optimizer) {
+    accelerator.prepare(model, optimizer);
+    auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+        Line(samples).map(torch::data::transforms::Stack<>()), batch);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (auto& b : *loader) {
+        optimizer.zero_grad();
+        accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
+        optimizer.step();
+      }
     }
-  }
-  std::cout << (ok ? "Self-check passed on " : "Self-check FAILED on ") << num_processes
-            << " processes\n";
-  return ok ? 0 : 1;
+  });
+  // The same training on this process alone, at the job's global batch size.
+  const auto single = train([&](torch::nn::Linear& model, torch::optim::SGD& optimizer) {
+    auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+        Line(samples).map(torch::data::transforms::Stack<>()),
+        batch * static_cast<size_t>(accelerator.num_processes()));
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (auto& b : *loader) {
+        optimizer.zero_grad();
+        torch::mse_loss(model->forward(b.data), b.target).backward();
+        optimizer.step();
+      }
+    }
+  });
+  check(torch::allclose(distributed, single, 1e-5, 1e-6), "training equivalence",
+        "parameters after training differ from one process at the global batch size");
+  accelerator.print("training equivalence (N processes at batch B == 1 process at N*B): ok");
 }
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main() {
   try {
-    if (std::getenv("RANK") != nullptr) {
-      return run_worker();
-    }
-    int num_processes = 2;
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg == "--num_processes" && i + 1 < argc) {
-        num_processes = std::atoi(argv[++i]);
-      } else {
-        std::cerr << "usage: accel-selftest [--num_processes N]\n";
-        return 2;
-      }
-    }
-    if (num_processes < 1) {
-      std::cerr << "accel-selftest: --num_processes must be at least 1\n";
-      return 2;
-    }
-    return run_job(num_processes);
+    accelerate::Accelerator accelerator;
+    accelerator.print("accel self-test on ", accelerator.num_processes(), " process(es), device ",
+                      accelerator.device());
+    check_collectives(accelerator);
+    check_data_sharding(accelerator);
+    check_training(accelerator);
+    return 0;
   } catch (const std::exception& error) {
-    std::cerr << "accel-selftest: " << error.what() << "\n";
+    std::cerr << error.what() << "\n";
     return 1;
   }
 }

@@ -93,7 +93,15 @@ StartedWorker start_worker(const WorkerSpec& spec) {
   }
   const std::vector<int> inherit = spec.inherit_fds;
   const pid_t parent = getpid();
+  // Signals stay blocked across fork until the child has reset the parent's handlers: a
+  // SIGTERM that arrives in between must not be swallowed by a launcher's handler.
+  sigset_t all_signals, previous_mask;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_BLOCK, &all_signals, &previous_mask);
   const pid_t pid = fork();
+  if (pid != 0) {
+    pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+  }
   if (pid < 0) {
     const int error = errno;
     for (int fd : {out_fd, out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
@@ -122,6 +130,7 @@ StartedWorker start_worker(const WorkerSpec& spec) {
     // The launcher's signal dispositions are not the worker's.
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
     execve(argv_ptrs[0], argv_ptrs.data(), envp_ptrs.data());
     static const char message[] = "accelerate: cannot execute the worker program\n";
     (void)!write(STDERR_FILENO, message, sizeof(message) - 1);

@@ -1,0 +1,147 @@
+// Config files: Accelerate's own files load as they are; ours are Accelerate's format; bad
+// files stop with FILE:LINE:COLUMN and the key.
+#include "run_command.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using accel_test::run_command;
+namespace fs = std::filesystem;
+
+const std::string kInputs = ACCEL_TEST_INPUTS;
+const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-accel-test"}};
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+  const auto path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Config, AccelerateDefaultFileLoadsAndFlagsOverrideIt) {
+  const auto file = kInputs + "/accelerate-1.15-default_config.yaml";
+  const auto from_file = run_command({ACCEL_BIN, "launch", "--config_file", file, "/bin/sh", "-c",
+                                      "echo $WORLD_SIZE $ACCELERATE_USE_CPU"},
+                                     kIsolated);
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(from_file.out, "[rank0] 1 true\n");
+  EXPECT_EQ(from_file.err, "") << "default values of Python-only keys deserve no note";
+
+  const auto overridden = run_command({ACCEL_BIN, "launch", "--config_file", file,
+                                       "--num_processes", "2", "--mixed_precision", "bf16",
+                                       "/bin/sh", "-c", "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION"},
+                                      kIsolated);
+  EXPECT_EQ(overridden.exit_code, 0) << overridden.err;
+  EXPECT_NE(overridden.out.find("[rank1] 2 bf16"), std::string::npos) << overridden.out;
+}
+
+TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
+  const auto result = run_command(
+      {ACCEL_BIN, "env", "--config_file", kInputs + "/accelerate-1.15-multi_cpu.yaml"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char* expected :
+       {"machine_rank: 1", "main_process_ip: 10.0.0.5", "main_process_port: 29555",
+        "mixed_precision: bf16", "num_machines: 2", "num_processes: 4",
+        "distributed_type: MULTI_CPU"}) {
+    EXPECT_NE(result.out.find(expected), std::string::npos) << expected << "\n" << result.out;
+  }
+  EXPECT_NE(result.err.find("note: ignoring 'dynamo_config'"), std::string::npos) << result.err;
+}
+
+TEST(Config, UnknownKeysAndBadValuesNameFileLineColumnAndKey) {
+  const auto dir = accel_test::make_temp_dir("config-errors");
+  const auto unknown = write(dir, "unknown.yaml", "num_processes: 2\nnum_procesess: 3\n");
+  auto result = run_command({ACCEL_BIN, "launch", "--config_file", unknown, "true"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(unknown + ":2:1: key 'num_procesess': unknown key"),
+            std::string::npos)
+      << result.err;
+
+  const auto bad = write(dir, "bad.yaml", "mixed_precision: no\nnum_processes: two\n");
+  result = run_command({ACCEL_BIN, "launch", "--config_file", bad, "true"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(bad + ":2:16: key 'num_processes': expected an integer, got 'two'"),
+            std::string::npos)
+      << result.err;
+
+  const auto choice = write(dir, "choice.yaml", "distributed_type: DEEPSPEED\n");
+  result = run_command({ACCEL_BIN, "env", "--config_file", choice});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(choice + ":1:19: key 'distributed_type': 'DEEPSPEED' is not one of"),
+            std::string::npos)
+      << result.err;
+
+  const auto broken = write(dir, "broken.yaml", "num_processes: [2\n");
+  result = run_command({ACCEL_BIN, "env", "--config_file", broken});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(broken + ":2:1: "), std::string::npos) << result.err;
+
+  result = run_command({ACCEL_BIN, "env", "--config_file", dir + "/missing.yaml"});
+  EXPECT_EQ(result.exit_code, 0) << "a missing file is reported as none";
+  fs::remove_all(dir);
+}
+
+TEST(Config, DefaultWritesAccelerateKeysAndNeverOverwrites) {
+  const auto home = accel_test::make_temp_dir("hf-home");
+  const std::map<std::string, std::string> env = {{"HF_HOME", home}};
+  const auto path = home + "/accelerate/default_config.yaml";
+  auto result = run_command({ACCEL_BIN, "config", "default"}, env);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("saved at " + path), std::string::npos) << result.out;
+  const auto written = read(path);
+  EXPECT_NE(written.find("distributed_type: NO"), std::string::npos) << written;
+  EXPECT_NE(written.find("compute_environment: LOCAL_MACHINE"), std::string::npos) << written;
+
+  std::ofstream(path, std::ios::app) << "# edited by hand\n";
+  const auto edited = read(path);
+  result = run_command({ACCEL_BIN, "config", "default"}, env);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("already exists; not overwriting it"), std::string::npos);
+  EXPECT_EQ(read(path), edited);
+
+  // The file written is the default the launcher then uses.
+  result = run_command({ACCEL_BIN, "launch", "/bin/sh", "-c", "echo $WORLD_SIZE"}, env);
+  EXPECT_EQ(result.out, "[rank0] 1\n") << result.err;
+  fs::remove_all(home);
+}
+
+TEST(Config, DefaultLocationFollowsXdgCacheHomeWithoutHfHome) {
+  const auto cache = accel_test::make_temp_dir("xdg");
+  auto result = run_command({"/usr/bin/env", "-u", "HF_HOME", "XDG_CACHE_HOME=" + cache,
+                             ACCEL_BIN, "config", "default"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::exists(cache + "/huggingface/accelerate/default_config.yaml")) << result.out;
+  fs::remove_all(cache);
+}
+
+TEST(Config, QuestionsAnsweredFromAPipe) {
+  const auto dir = accel_test::make_temp_dir("questions");
+  const auto path = dir + "/answers.yaml";
+  // multi-CPU, 2 machines, rank 1, main at 127.0.0.1:29600, same network, 4 processes,
+  // no debug, bf16.
+  const auto result = run_command(
+      {"/bin/sh", "-c",
+       "printf '1\\n2\\n1\\n127.0.0.1\\n29600\\n\\n4\\nno\\n2\\n' | " + std::string(ACCEL_BIN) +
+           " config --config_file " + path});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto written = read(path);
+  for (const char* expected :
+       {"distributed_type: MULTI_CPU", "num_machines: 2", "machine_rank: 1",
+        "main_process_ip: 127.0.0.1", "main_process_port: 29600", "num_processes: 4",
+        "mixed_precision: bf16", "use_cpu: true", "debug: false", "same_network: true"}) {
+    EXPECT_NE(written.find(expected), std::string::npos) << expected << "\n" << written;
+  }
+  // And it loads back.
+  EXPECT_EQ(run_command({ACCEL_BIN, "env", "--config_file", path}).exit_code, 0);
+  fs::remove_all(dir);
+}
+
+} // namespace

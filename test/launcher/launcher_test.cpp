@@ -1,0 +1,293 @@
+// `accel launch` and `accel test`, run as a user runs them.
+#include "run_command.h"
+#include "worker_group.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using accel_test::run_command;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// No default config from the user's home may leak into these tests.
+const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-accel-test"}};
+
+std::vector<std::string> launch(std::vector<std::string> args) {
+  args.insert(args.begin(), {ACCEL_BIN, "launch"});
+  return args;
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0; }
+
+std::vector<pid_t> read_pids(const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".pid") {
+      std::ifstream in(entry.path());
+      pid_t pid = 0;
+      in >> pid;
+      pids.push_back(pid);
+    }
+  }
+  return pids;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::seconds limit = 30s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+TEST(Launch, WorkersGetTheirRanksAndLinesArePrefixed) {
+  const auto result = run_command(
+      launch({"--num_processes", "2", "/bin/sh", "-c",
+              "echo $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK "
+              "$MASTER_ADDR $OMP_NUM_THREADS $ACCELERATE_MIXED_PRECISION"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[rank0] 0/2 0/2 0 127.0.0.1 1 no\n"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("[rank1] 1/2 1/2 0 127.0.0.1 1 no\n"), std::string::npos)
+      << result.out;
+}
+
+TEST(Launch, ArgumentsPassThroughUntouched) {
+  const auto result = run_command(
+      launch({"--num-processes", "1", "/bin/echo", "a  b", "$HOME", "--num_processes", "'q'"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] a  b $HOME --num_processes 'q'\n");
+}
+
+TEST(Launch, ProgramsAreFoundInPathAndMissingOnesAreAnError) {
+  EXPECT_EQ(run_command(launch({"true"}), kIsolated).exit_code, 0);
+  const auto missing = run_command(launch({"no-such-program-accel"}), kIsolated);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot run 'no-such-program-accel': not found in PATH"),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST(Launch, LinesAreNeverInterleavedMidLine) {
+  // Each worker writes long lines in small pieces; every console line must be one whole line.
+  const auto result = run_command(
+      launch({"--num_processes", "2", "/bin/sh", "-c",
+              "for i in 1 2 3 4 5 6 7 8; do printf 'x%.0s' $(seq 200); printf '\\n'; done"}),
+      kIsolated);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream lines(result.out);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    EXPECT_EQ(line.size(), std::string("[rankN] ").size() + 200) << line;
+  }
+  EXPECT_EQ(count, 16);
+}
+
+TEST(Launch, AFailingWorkerStopsTheOthersAndIsNamed) {
+  const auto dir = accel_test::make_temp_dir("fail");
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_command(
+      launch({"--num_processes", "2", "/bin/sh", "-c",
+              "echo $$ > " + dir + "/$RANK.pid; if [ $RANK = 1 ]; then echo 'out of cheese' >&2; "
+              "exit 3; fi; exec sleep 300"}),
+      kIsolated);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("rank 1 exited with code 3"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("| out of cheese"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("rank 0 was"), std::string::npos) << "only the root cause is listed";
+  for (pid_t pid : read_pids(dir)) {
+    EXPECT_TRUE(wait_until([&] { return !alive(pid); })) << "worker " << pid << " outlived";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Launch, SignalsToTheLauncherReachEveryWorker) {
+  const auto dir = accel_test::make_temp_dir("signal");
+  accelerate::launch::WorkerSpec spec;
+  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
+                      "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.env = kIsolated;
+  spec.capture_output = true;
+  std::string err;
+  accelerate::launch::WorkerGroup launcher({spec}, [&](int, int stream, std::string_view chunk) {
+    if (stream == 2) {
+      err.append(chunk);
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return read_pids(dir).size() == 2; }));
+  const auto workers = read_pids(dir);
+  launcher.signal_all(SIGTERM);
+  const auto exit = launcher.wait(60s)[0];
+  EXPECT_EQ(exit.exit_code, 128 + SIGTERM) << err;
+  for (pid_t pid : workers) {
+    EXPECT_TRUE(wait_until([&] { return !alive(pid); })) << "worker " << pid << " outlived";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Launch, NoWorkerOutlivesAKilledLauncher) {
+  const auto dir = accel_test::make_temp_dir("kill");
+  accelerate::launch::WorkerSpec spec;
+  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
+                      "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.env = kIsolated;
+  spec.capture_output = true;
+  accelerate::launch::WorkerGroup launcher({spec});
+  ASSERT_TRUE(wait_until([&] { return read_pids(dir).size() == 2; }));
+  const auto workers = read_pids(dir);
+  launcher.signal_all(SIGKILL); // no chance to clean up: the kernel must do it
+  launcher.wait(60s);
+  for (pid_t pid : workers) {
+    EXPECT_TRUE(wait_until([&] { return !alive(pid); })) << "worker " << pid << " outlived";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Launch, MaxRestartsRestartsTheWholeJob) {
+  const auto result = run_command(
+      launch({"--num_processes", "2", "--max_restarts", "2", "/bin/sh", "-c",
+              "echo attempt $ACCELERATE_RESTART_COUNT; [ $ACCELERATE_RESTART_COUNT = 1 ]"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("restarting every worker (restart 1 of 2)"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.out.find("[rank1] attempt 1"), std::string::npos) << result.out;
+  // Without restarts left, the failure stands.
+  EXPECT_EQ(run_command(launch({"--max_restarts", "1", "false"}), kIsolated).exit_code, 1);
+}
+
+TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
+  const auto dir = accel_test::make_temp_dir("logs");
+  const auto result = run_command(launch({"--num_processes", "2", "--log_dir", dir, "--only_rank",
+                                          "0", "/bin/sh", "-c", "echo hello from $RANK"}),
+                                  kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] hello from 0\n");
+  for (int rank : {0, 1}) {
+    std::ifstream in(dir + "/rank" + std::to_string(rank) + ".log");
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "hello from " + std::to_string(rank));
+  }
+  fs::remove_all(dir);
+}
+
+// Holds a port on 127.0.0.1 for the test's duration.
+struct BusyPort {
+  BusyPort() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    listen(fd, 1);
+    socklen_t length = sizeof(address);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    port = ntohs(address.sin_port);
+  }
+  ~BusyPort() { close(fd); }
+  int fd;
+  int port;
+};
+
+TEST(Launch, ABusyPortIsReplacedOnOneMachine) {
+  BusyPort busy;
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--main_process_port", std::to_string(busy.port),
+                          ACCEL_SELFTEST_BIN}),
+                  kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("port " + std::to_string(busy.port) + " is busy; using port"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.out.find("[rank1] [rank 1/2] all-reduce, broadcast, barrier: ok"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(Launch, ABusyPortIsAnErrorAcrossMachines) {
+  BusyPort busy;
+  const auto result = run_command(
+      launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "0",
+              "--main_process_ip", "127.0.0.1", "--main_process_port", std::to_string(busy.port),
+              "true"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("choose another --main_process_port"), std::string::npos)
+      << result.err;
+}
+
+TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {
+  // Machine 0 of 2, and machine 1 never starts: ranks 2 and 3 never arrive.
+  const auto result = run_command(
+      launch({"--num_processes", "4", "--num_machines", "2", "--machine_rank", "0",
+              "--main_process_ip", "127.0.0.1", "--main_process_port",
+              std::to_string(accelerate::launch::free_loopback_port()), "--rdzv_timeout", "3",
+              ACCEL_SELFTEST_BIN}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("never arrived: rank(s) 2, 3"), std::string::npos) << result.err;
+}
+
+TEST(Launch, TwoLaunchersFormOneJob) {
+  // Two "machines" on loopback: each launcher starts its half of a 4-process job.
+  const int port = accelerate::launch::free_loopback_port();
+  std::vector<accelerate::launch::WorkerSpec> machines(2);
+  std::string outputs[2];
+  for (int m = 0; m < 2; ++m) {
+    machines[m].argv = launch({"--num_processes", "4", "--num_machines", "2", "--machine_rank",
+                               std::to_string(m), "--main_process_ip", "127.0.0.1",
+                               "--main_process_port", std::to_string(port), ACCEL_SELFTEST_BIN});
+    machines[m].env = kIsolated;
+    machines[m].capture_output = true;
+  }
+  accelerate::launch::WorkerGroup group(machines, [&](int m, int, std::string_view chunk) {
+    outputs[m].append(chunk);
+  });
+  for (const auto& exit : group.wait(120s)) {
+    EXPECT_TRUE(exit.succeeded()) << outputs[0] << outputs[1];
+  }
+  EXPECT_NE(outputs[1].find("[rank3] [rank 3/4] all-reduce, broadcast, barrier: ok"),
+            std::string::npos)
+      << outputs[1];
+}
+
+TEST(AccelTest, ReportsSuccess) {
+  const auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("Test is a success!"), std::string::npos) << result.out;
+}
+
+TEST(AccelCli, VersionAndUsageErrors) {
+  const auto version = run_command({ACCEL_BIN, "--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("accel 0.1.0\nLibTorch ", 0), 0u) << version.out;
+  EXPECT_NE(run_command({ACCEL_BIN, "launch", "--num_processes", "zero", "true"}).exit_code, 0);
+  EXPECT_NE(run_command({ACCEL_BIN, "launch"}).exit_code, 0);
+  const auto uneven = run_command(launch({"--num_processes", "3", "--num_machines", "2",
+                                          "--main_process_ip", "127.0.0.1", "true"}),
+                                  kIsolated);
+  EXPECT_EQ(uneven.exit_code, 2);
+  EXPECT_NE(uneven.err.find("is not a multiple of --num_machines"), std::string::npos);
+}
+
+} // namespace

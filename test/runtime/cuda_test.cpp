@@ -1,0 +1,120 @@
+// The runtime on GPUs: device choice, prepare, and NCCL collectives across real processes.
+// Every test skips, saying why, on a machine without a GPU (or with too few), and when the
+// runtime was built without NCCL (the CPU build); scripts/setup-cuda builds one with it.
+#include "multiprocess.h"
+#include "process_group.h"
+
+#include <accelerate/accelerate.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace accel_test;
+
+// Why CUDA tests cannot run here, or "" when they can. Checked in the test process, before
+// any worker starts.
+std::string cuda_unavailable(int gpus_needed) {
+  if (!torch::cuda::is_available()) {
+    return "no CUDA device: torch::cuda::is_available() is false (CPU LibTorch, no GPU or no "
+           "driver)";
+  }
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (count < gpus_needed) {
+    return "needs " + std::to_string(gpus_needed) + " CUDA devices, found " +
+           std::to_string(count) + " (NCCL cannot put two ranks on one GPU)";
+  }
+  return "";
+}
+
+std::string nccl_unavailable() {
+  try {
+    accelerate::detail::choose_backend("nccl", c10::DeviceType::CUDA);
+    return "";
+  } catch (const std::exception& error) {
+    return std::string("runtime built without NCCL: ") + error.what();
+  }
+}
+
+#define ACCEL_SKIP_WITHOUT_CUDA(gpus)                                                          \
+  do {                                                                                         \
+    if (const auto reason = cuda_unavailable(gpus); !reason.empty()) {                         \
+      GTEST_SKIP() << reason;                                                                  \
+    }                                                                                          \
+  } while (false)
+
+TEST(Cuda, OneProcessUsesTheFirstGpu) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  accelerate::Accelerator accelerator;
+  EXPECT_EQ(accelerator.device(), torch::Device(torch::kCUDA, 0));
+  EXPECT_EQ(accelerator.num_processes(), 1);
+}
+
+TEST(Cuda, CpuOptionKeepsTheCpu) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  accelerate::Options options;
+  options.cpu = true;
+  accelerate::Accelerator accelerator(options);
+  EXPECT_EQ(accelerator.device(), torch::Device(torch::kCPU));
+}
+
+TEST(Cuda, PrepareMovesTheModelAndTrainingRunsOnTheGpu) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  accelerate::Accelerator accelerator;
+  torch::manual_seed(0);
+  torch::nn::Linear model(4, 2);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  for (const auto& parameter : model->parameters()) {
+    EXPECT_EQ(parameter.device(), accelerator.device());
+  }
+  const auto before = model->weight.detach().clone();
+  auto input = torch::ones({3, 4}, torch::TensorOptions().device(accelerator.device()));
+  optimizer.zero_grad();
+  auto loss = model->forward(input).sum();
+  accelerator.backward(loss);
+  optimizer.step();
+  EXPECT_FALSE(torch::equal(before, model->weight.detach()));
+}
+
+TEST(Cuda, TwoProcessesUseTheirLocalGpuAndAllReduceOverNccl) {
+  ACCEL_SKIP_WITHOUT_CUDA(2);
+  if (const auto reason = nccl_unavailable(); !reason.empty()) {
+    GTEST_SKIP() << reason;
+  }
+  auto results = run_in_processes(2, [](const Peer& peer) {
+    accelerate::Accelerator accelerator;
+    // run_in_processes gives rank r LOCAL_RANK r.
+    ASSERT_EQ(accelerator.device(), torch::Device(torch::kCUDA, peer.rank));
+    // ... and makes it the current device (through the generic guard: no CUDA headers here).
+    EXPECT_EQ(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice(),
+              accelerator.device());
+
+    auto value = torch::full({16}, static_cast<float>(peer.rank + 1),
+                             torch::TensorOptions().device(accelerator.device()));
+    auto sum = accelerator.reduce(value, "sum");
+    EXPECT_EQ(sum.device(), accelerator.device());
+    EXPECT_TRUE(torch::all(sum.cpu() == 3.0f).item<bool>()) << sum.cpu();
+
+    // prepare broadcasts process 0's weights; backward averages the gradients.
+    torch::manual_seed(100 + peer.rank);
+    torch::nn::Linear model(4, 1);
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    accelerator.prepare(model, optimizer);
+    auto input = torch::full({2, 4}, static_cast<float>(peer.rank + 1),
+                             torch::TensorOptions().device(accelerator.device()));
+    optimizer.zero_grad();
+    accelerator.backward(model->forward(input).sum());
+    // d(sum(w.x + b))/dw = sum of the rows: 2 * (rank + 1) per element; average over ranks 3.
+    EXPECT_TRUE(torch::allclose(model->weight.grad().cpu(), torch::full({1, 4}, 3.0f)))
+        << model->weight.grad().cpu();
+    accelerator.wait_for_everyone();
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+} // namespace
