@@ -219,7 +219,8 @@ TEST(Launch, ABusyPortIsReplacedOnOneMachine) {
   EXPECT_NE(result.err.find("port " + std::to_string(busy.port) + " is busy; using port"),
             std::string::npos)
       << result.err;
-  EXPECT_NE(result.out.find("[rank1] [rank 1/2] all-reduce, broadcast, barrier: ok"),
+  EXPECT_NE(result.out.find("[rank0] training equivalence (N processes at batch B == 1 process "
+                            "at N*B): ok"),
             std::string::npos)
       << result.out;
 }
@@ -266,9 +267,9 @@ TEST(Launch, TwoLaunchersFormOneJob) {
   for (const auto& exit : group.wait(120s)) {
     EXPECT_TRUE(exit.succeeded()) << outputs[0] << outputs[1];
   }
-  EXPECT_NE(outputs[1].find("[rank3] [rank 3/4] all-reduce, broadcast, barrier: ok"),
-            std::string::npos)
-      << outputs[1];
+  EXPECT_NE(outputs[0].find("[rank0] accel self-test on 4 process(es)"), std::string::npos)
+      << outputs[0];
+  EXPECT_NE(outputs[0].find("[rank0] training equivalence"), std::string::npos) << outputs[0];
 }
 
 TEST(AccelTest, ReportsSuccess) {
