@@ -233,13 +233,13 @@ int run_launch(const LaunchRequest& request) {
       }
     }
 
-    WorkerOutputOptions output_options;
+    accelerate::launch::WorkerOutputOptions output_options;
     output_options.first_rank = first_rank;
     output_options.prefix = !request.no_prefix;
     output_options.only_rank = request.only_rank;
     output_options.tee = request.tee;
     output_options.log_dir = request.log_dir;
-    WorkerOutput output(per_machine, output_options);
+    accelerate::launch::WorkerOutput output(per_machine, output_options);
 
     std::vector<accelerate::launch::WorkerExit> exits;
     {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -62,8 +63,8 @@ void close_if_open(int& fd) {
 }
 
 StartedWorker start_worker(const WorkerSpec& spec) {
-  if (spec.argv.empty()) {
-    throw std::runtime_error("accelerate: a worker needs a program to run");
+  if (spec.argv.empty() && !spec.function) {
+    throw std::runtime_error("accelerate: a worker needs a program or a function to run");
   }
   // Everything the child needs is prepared before fork: between fork and exec only
   // async-signal-safe calls are allowed (the parent may have threads).
@@ -131,6 +132,21 @@ StartedWorker start_worker(const WorkerSpec& spec) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+    if (spec.function) {
+      // A forked copy of the caller: not async-signal-safe territory any more, by design.
+      for (const auto& [name, value] : spec.env) {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+      int code = 1;
+      try {
+        code = spec.function();
+      } catch (...) {
+        code = 1;
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
     execve(argv_ptrs[0], argv_ptrs.data(), envp_ptrs.data());
     static const char message[] = "accelerate: cannot execute the worker program\n";
     (void)!write(STDERR_FILENO, message, sizeof(message) - 1);

@@ -16,6 +16,9 @@ namespace accelerate::launch {
 
 struct WorkerSpec {
   std::vector<std::string> argv;             ///< argv[0] is the program path; no shell.
+  /// Instead of argv: run this in the forked child and exit with its result (in-process
+  /// launching; the child is a copy of this process, with `env` set).
+  std::function<int()> function;
   std::map<std::string, std::string> env;    ///< set on top of this process's environment
   std::string output_path;                   ///< stdout+stderr go here when not empty
   bool capture_output = false;               ///< stdout+stderr go to the group's OutputHandler

@@ -9,6 +9,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #endif
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -117,7 +118,11 @@ void broadcast_from_main(detail::ProcessGroup& group, std::vector<torch::Tensor>
   }
 }
 
+std::atomic<int> g_live_accelerators{0};
+
 } // namespace
+
+int detail::live_accelerators() { return g_live_accelerators.load(); }
 
 Accelerator::Accelerator() : Accelerator(Options{}) {}
 
@@ -156,9 +161,11 @@ Accelerator::Accelerator(const Options& options) : runtime_(std::make_unique<det
       indices.assign(order[0].data_ptr<int64_t>(), order[0].data_ptr<int64_t>() + order[0].numel());
     };
   }
+  // Counted last: a constructor that throws leaves no live Accelerator behind.
+  ++g_live_accelerators;
 }
 
-Accelerator::~Accelerator() = default;
+Accelerator::~Accelerator() { --g_live_accelerators; }
 
 torch::Device Accelerator::device() const { return runtime_->device; }
 int Accelerator::process_index() const { return runtime_->info.rank; }

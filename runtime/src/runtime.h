@@ -25,4 +25,7 @@ struct Runtime {
   std::vector<torch::optim::LRScheduler*> schedulers;
 };
 
+/// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).
+int live_accelerators();
+
 } // namespace accelerate::detail

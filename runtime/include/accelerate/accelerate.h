@@ -4,5 +4,6 @@
 
 #include "accelerate/accelerator.h"
 #include "accelerate/data_loader.h"
+#include "accelerate/notebook_launcher.h"
 #include "accelerate/options.h"
 #include "accelerate/state.h"

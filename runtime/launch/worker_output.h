@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace accel::cli {
+namespace accelerate::launch {
 
 struct WorkerOutputOptions {
   int first_rank = 0;         ///< global rank of local worker 0
@@ -41,4 +41,4 @@ private:
   std::vector<std::unique_ptr<std::ofstream>> logs_;
 };
 
-} // namespace accel::cli
+} // namespace accelerate::launch

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
-namespace accel::cli {
+namespace accelerate::launch {
 
 WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     : options_(std::move(options)), tails_(local_workers) {
@@ -80,4 +80,4 @@ void WorkerOutput::emit(int local, int stream, const std::string& line) {
   }
 }
 
-} // namespace accel::cli
+} // namespace accelerate::launch
