@@ -247,7 +247,9 @@ int run_launch(const LaunchRequest& request) {
           specs, [&output](int local, int stream, std::string_view chunk) {
             output.add(local, stream, chunk);
           });
-      exits = group.wait(std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal);
+      exits = group.wait(std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal,
+                         std::chrono::milliseconds(
+                             static_cast<int64_t>(request.monitor_interval * 1000.0)));
     }
     output.flush();
 

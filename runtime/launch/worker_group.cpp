@@ -254,7 +254,8 @@ void WorkerGroup::signal_all(int signal) {
 
 std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
                                           std::chrono::milliseconds grace,
-                                          const std::atomic<int>* stop_signal) {
+                                          const std::atomic<int>* stop_signal,
+                                          std::chrono::milliseconds monitor_interval) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto stop_at = start + deadline;
@@ -310,7 +311,7 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       continue;
     }
-    pump_output(std::chrono::milliseconds(5));
+    pump_output(monitor_interval);
   }
   // What the workers wrote just before they exited; bounded, since a descendant that left the
   // worker's process group could hold a pipe open forever.

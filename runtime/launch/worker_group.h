@@ -53,10 +53,13 @@ public:
   /// Waits for every worker, passing captured output on as it comes. When one fails, the
   /// `deadline` passes, or `stop_signal` becomes non-zero (the launcher got SIGINT/SIGTERM), the
   /// others get that signal (SIGTERM by default) and, after `grace`, SIGKILL. Returns one entry
-  /// per rank.
+  /// per rank. Exits are checked every `monitor_interval`, and at once when output arrives or
+  /// a worker's output closes.
   std::vector<WorkerExit> wait(std::chrono::milliseconds deadline,
                                std::chrono::milliseconds grace = std::chrono::seconds(5),
-                               const std::atomic<int>* stop_signal = nullptr);
+                               const std::atomic<int>* stop_signal = nullptr,
+                               std::chrono::milliseconds monitor_interval =
+                                   std::chrono::milliseconds(5));
 
   /// Sends `signal` to every running worker's process group.
   void signal_all(int signal);
