@@ -1,15 +1,32 @@
 //===- Registry.cpp - The list of rules -----------------------------------===//
 //
-// Each rule lives in its own file (rewrites/<Rule>.cpp) and is listed here once.
+// Each rule lives in its own file (rewrites/<Rule>Rule.cpp) and is listed here once, with
+// its lit test test/rewrite/<name>.cpp and its page docs/rules/<name>.md.
 //
 //===----------------------------------------------------------------------===//
-#include "accel/rewrites/Rules.h"
+#include "RuleSupport.h"
 
 namespace accel::rewrites {
 
 llvm::ArrayRef<RuleInfo> allRules() {
-  // No rules yet: they come with their lit tests and docs/rules pages.
-  return {};
+  static const RuleInfo Rules[] = {
+      {"accel-include", "#include <accelerate/accelerate.h> in a file that gets other edits",
+       makeIncludeRule, /*OnlyWithOtherEdits=*/true},
+      {"accel-accelerator",
+       "accelerate::Accelerator accelerator; first in the function that creates the optimizer",
+       makeAcceleratorRule, /*OnlyWithOtherEdits=*/true},
+      {"accel-device",
+       "the device comes from accelerator.device(); .to(device) on models and batches dropped",
+       makeDeviceRule},
+      {"accel-prepare", "accelerator.prepare(model, optimizer[, scheduler]) before training",
+       makePrepareRule},
+      {"accel-data-loader",
+       "make_data_loader -> accelerator.prepare_data_loader for training loaders",
+       makeDataLoaderRule},
+      {"accel-backward", "loss.backward() -> accelerator.backward(loss)", makeBackwardRule},
+      {"accel-save", "torch::save(value, path) -> accelerator.save(value, path)", makeSaveRule},
+  };
+  return Rules;
 }
 
 } // namespace accel::rewrites

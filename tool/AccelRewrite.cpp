@@ -134,11 +134,10 @@ int main(int argc, const char **argv) {
     }
     return ExitSuccess;
   }
-  // Checked before parsing anything so that a typo costs no time. The selection is passed
-  // on once rules exist.
-  if (Expected<std::vector<accel::rewrites::RuleInfo>> Selected =
-          accel::rewrites::selectRules(Opts.RuleSpec, accel::rewrites::allRules());
-      !Selected) {
+  // Checked before parsing anything so that a typo costs no time.
+  Expected<std::vector<accel::rewrites::RuleInfo>> Selected =
+      accel::rewrites::selectRules(Opts.RuleSpec, accel::rewrites::allRules());
+  if (!Selected) {
     return fail(ExitUsage, "--rules=" + Opts.RuleSpec + ": " + toString(Selected.takeError()));
   }
 
@@ -187,10 +186,13 @@ int main(int argc, const char **argv) {
                                  "/compile_commands.json"));
       continue;
     }
-    std::optional<FileRewrite> Result = rewriteFile(**Compilations, File, *ResourceDir);
+    std::optional<FileRewrite> Result = rewriteFile(**Compilations, File, *ResourceDir, *Selected);
     if (!Result) {
       Record(fail(ExitParseError, Input + " has compile errors; nothing written for it"));
       continue;
+    }
+    for (const std::string &Warning : Result->Warnings) {
+      errs() << Warning << "\n";
     }
     if (!emit(Opts, Input, *Result)) {
       Record(ExitIOError);

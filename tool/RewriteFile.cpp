@@ -1,52 +1,295 @@
-//===- RewriteFile.cpp - Running clang over one input ---------------------===//
+//===- RewriteFile.cpp - Running clang and the rules over one input -------===//
 #include "RewriteFile.h"
 
 #include "clang/AST/ASTConsumer.h"
+#include "clang/ASTMatchers/ASTMatchFinder.h"
 #include "clang/Basic/SourceManager.h"
+#include "clang/Format/Format.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
+#include "clang/Tooling/Core/Replacement.h"
 #include "clang/Tooling/Tooling.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <set>
+#include <tuple>
 
 namespace accel::tool {
 namespace {
 
-/// Runs Sema over the whole translation unit (so template instantiation errors count, as
-/// in a real build) and keeps the main file's text.
-class ReadMainFileAction : public clang::ASTFrontendAction {
+using accel::rewrites::Finding;
+using accel::rewrites::RuleInfo;
+using clang::ast_matchers::MatchFinder;
+
+/// One edit of the main file, by offset.
+struct TextEdit {
+  unsigned Offset = 0;
+  unsigned Length = 0;
+  std::string Text;
+  size_t RuleIndex = 0;
+  bool operator<(const TextEdit &Other) const {
+    return std::tie(Offset, Length, RuleIndex, Text) <
+           std::tie(Other.Offset, Other.Length, Other.RuleIndex, Other.Text);
+  }
+};
+
+/// What the rules found in one file.
+struct Collected {
+  std::set<TextEdit> Edits;
+  /// Keyed by position so that warnings come out in file order, once each.
+  std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings;
+};
+
+/// Runs one rule's cases on each match, as tooling::Transformer does, but keeps the
+/// metadata (the Finding) of matches without edits: those are the warnings.
+class RuleCallback : public MatchFinder::MatchCallback {
 public:
-  explicit ReadMainFileAction(std::string &Text) : Text(Text) {}
+  RuleCallback(const RuleInfo &Info, size_t Index, Collected &Out)
+      : Info(Info), Index(Index), Rule(Info.Build()), Out(Out) {}
+
+  void registerWith(MatchFinder &Finder) {
+    for (const clang::ast_matchers::internal::DynTypedMatcher &Matcher :
+         clang::transformer::detail::buildMatchers(Rule)) {
+      Finder.addDynamicMatcher(Matcher, this);
+    }
+  }
+
+  void run(const MatchFinder::MatchResult &Match) override {
+    const clang::SourceManager &SM = *Match.SourceManager;
+    size_t Case = clang::transformer::detail::findSelectedCase(Match, Rule);
+    llvm::Expected<Finding> Note = Rule.Metadata[Case]->eval(Match);
+    if (!Note) {
+      warn(SM, clang::transformer::detail::getRuleMatchLoc(Match),
+           "internal error: " + llvm::toString(Note.takeError()));
+      return;
+    }
+    if (Note->Kind == Finding::Warning) {
+      warn(SM, Note->Loc, Note->Message);
+      return;
+    }
+    // No edits inside macro expansions: the macro's other uses would change too.
+    auto Root = Match.Nodes.getMap().find(clang::transformer::RootID);
+    if (Root != Match.Nodes.getMap().end()) {
+      clang::SourceRange Range = Root->second.getSourceRange();
+      if (Range.getBegin().isMacroID() || Range.getEnd().isMacroID()) {
+        clang::SourceLocation Spelled = Range.getBegin();
+        llvm::StringRef Macro = clang::Lexer::getImmediateMacroName(
+            Spelled, SM, Match.Context->getLangOpts());
+        warn(SM, Spelled,
+             "not rewritten: this is inside the expansion of macro '" + Macro.str() +
+                 "'; make the edit by hand (" + Note->Message + ")");
+        return;
+      }
+    }
+    llvm::Expected<llvm::SmallVector<clang::transformer::Edit, 1>> Edits =
+        Rule.Cases[Case].Edits(Match);
+    if (!Edits) {
+      warn(SM, Note->Loc, "internal error: " + llvm::toString(Edits.takeError()));
+      return;
+    }
+    for (const clang::transformer::Edit &Edit : *Edits) {
+      if (Edit.Kind != clang::transformer::EditKind::Range) {
+        continue;
+      }
+      clang::CharSourceRange Range = Edit.Range;
+      if (Range.isTokenRange()) {
+        Range = clang::Lexer::makeFileCharRange(Range, SM, Match.Context->getLangOpts());
+      }
+      if (Range.isInvalid() || Range.getBegin().isMacroID() || Range.getEnd().isMacroID() ||
+          !SM.isWrittenInMainFile(Range.getBegin())) {
+        continue; // Only the main file is rewritten.
+      }
+      unsigned Begin = SM.getFileOffset(Range.getBegin());
+      unsigned End = SM.getFileOffset(Range.getEnd());
+      Out.Edits.insert({Begin, End - Begin, Edit.Replacement, Index});
+    }
+  }
+
+private:
+  void warn(const clang::SourceManager &SM, clang::SourceLocation Loc,
+            const std::string &Message) {
+    std::string Text;
+    llvm::raw_string_ostream OS(Text);
+    unsigned Line = 0, Column = 0;
+    if (Loc.isValid()) {
+      clang::PresumedLoc Presumed = SM.getPresumedLoc(SM.getExpansionLoc(Loc));
+      Line = Presumed.getLine();
+      Column = Presumed.getColumn();
+      OS << Presumed.getFilename() << ":" << Line << ":" << Column << ": ";
+    }
+    OS << "warning: " << Message << " [" << Info.Name << "]";
+    Out.Warnings.emplace(std::make_tuple(Line, Column, Text), Text);
+  }
+
+  const RuleInfo &Info;
+  size_t Index;
+  accel::rewrites::Rule Rule;
+  Collected &Out;
+};
+
+/// Merges the edits into Replacements: duplicates (the same edit found twice) once, two
+/// insertions at one place in rule order, and an edit overlapping an earlier one dropped
+/// with a warning.
+clang::tooling::Replacements merge(const std::set<TextEdit> &Edits, llvm::StringRef FileName,
+                                   std::vector<std::string> &Warnings) {
+  std::vector<TextEdit> Sorted(Edits.begin(), Edits.end());
+  llvm::stable_sort(Sorted, [](const TextEdit &A, const TextEdit &B) {
+    return std::tie(A.Offset, A.Length, A.RuleIndex) <
+           std::tie(B.Offset, B.Length, B.RuleIndex);
+  });
+  std::vector<TextEdit> Merged;
+  for (const TextEdit &Edit : Sorted) {
+    if (!Merged.empty()) {
+      TextEdit &Last = Merged.back();
+      if (Last.Offset == Edit.Offset && Last.Length == Edit.Length && Last.Text == Edit.Text) {
+        continue;
+      }
+      if (Last.Offset == Edit.Offset && Last.Length == 0 && Edit.Length == 0) {
+        Last.Text += Edit.Text;
+        continue;
+      }
+      if (Edit.Offset < Last.Offset + Last.Length ||
+          (Edit.Offset == Last.Offset && Last.Length == 0)) {
+        if (Edit.Offset == Last.Offset && Last.Length == 0) {
+          // An insertion before a replacement at the same place: keep both.
+          Last.Length = Edit.Length;
+          Last.Text += Edit.Text;
+          continue;
+        }
+        Warnings.push_back(FileName.str() + ": warning: two rules edit overlapping text at "
+                                            "offset " +
+                           std::to_string(Edit.Offset) + "; the later edit was dropped");
+        continue;
+      }
+    }
+    Merged.push_back(Edit);
+  }
+  clang::tooling::Replacements Result;
+  for (const TextEdit &Edit : Merged) {
+    if (llvm::Error Error = Result.add(clang::tooling::Replacement(FileName, Edit.Offset,
+                                                                   Edit.Length, Edit.Text))) {
+      Warnings.push_back(FileName.str() + ": warning: " + llvm::toString(std::move(Error)));
+    }
+  }
+  return Result;
+}
+
+/// Applies the replacements, then formats only the text they inserted (without the line
+/// breaks around it) with the file's style, so that the lines around an edit stay as the user
+/// wrote them.
+std::string applyFormatted(llvm::StringRef FileName, llvm::StringRef Code,
+                           const clang::tooling::Replacements &Replaces) {
+  llvm::Expected<std::string> Applied = clang::tooling::applyAllReplacements(Code, Replaces);
+  if (!Applied) {
+    llvm::consumeError(Applied.takeError());
+    return Code.str();
+  }
+  llvm::Expected<clang::format::FormatStyle> Style =
+      clang::format::getStyle("file", FileName, "LLVM", Code);
+  clang::format::FormatStyle Chosen = clang::format::getLLVMStyle();
+  if (Style) {
+    Chosen = *Style;
+  } else {
+    llvm::consumeError(Style.takeError());
+  }
+  std::vector<clang::tooling::Range> Ranges;
+  long Delta = 0;
+  for (const clang::tooling::Replacement &R : Replaces) {
+    llvm::StringRef Text = R.getReplacementText();
+    unsigned Start = unsigned(long(R.getOffset()) + Delta);
+    Delta += long(Text.size()) - long(R.getLength());
+    size_t Leading = Text.find_first_not_of(" \t\r\n");
+    if (Leading == llvm::StringRef::npos) {
+      continue; // A removal: nothing new to format.
+    }
+    size_t Trailing = Text.find_last_not_of(" \t\r\n");
+    Ranges.emplace_back(Start + Leading, unsigned(Trailing + 1 - Leading));
+  }
+  if (Ranges.empty()) {
+    return *Applied;
+  }
+  clang::tooling::Replacements Formatting =
+      clang::format::reformat(Chosen, *Applied, Ranges, FileName);
+  llvm::Expected<std::string> Formatted =
+      clang::tooling::applyAllReplacements(*Applied, Formatting);
+  if (!Formatted) {
+    llvm::consumeError(Formatted.takeError());
+    return *Applied;
+  }
+  return *Formatted;
+}
+
+/// Runs Sema over the whole translation unit (so template instantiation errors count, as
+/// in a real build), runs the rules over its AST and rewrites the main file.
+class RewriteAction : public clang::ASTFrontendAction {
+public:
+  RewriteAction(llvm::ArrayRef<RuleInfo> Rules, FileRewrite &Result)
+      : Rules(Rules), Result(Result) {
+    for (size_t I = 0; I < Rules.size(); ++I) {
+      auto &Out = Rules[I].OnlyWithOtherEdits ? Companions : Primary;
+      Callbacks.push_back(std::make_unique<RuleCallback>(Rules[I], I, Out));
+      Callbacks.back()->registerWith(Finder);
+    }
+  }
 
 protected:
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance &,
                                                         llvm::StringRef) override {
-    return std::make_unique<clang::ASTConsumer>();
+    return Finder.newASTConsumer();
   }
 
   void EndSourceFileAction() override {
     const clang::SourceManager &SM = getCompilerInstance().getSourceManager();
-    Text = SM.getBufferData(SM.getMainFileID()).str();
+    Result.Original = SM.getBufferData(SM.getMainFileID()).str();
+    if (getCompilerInstance().getDiagnostics().hasErrorOccurred()) {
+      return;
+    }
+    std::set<TextEdit> Edits = Primary.Edits;
+    if (!Edits.empty()) {
+      Edits.insert(Companions.Edits.begin(), Companions.Edits.end());
+    }
+    std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings =
+        Primary.Warnings;
+    Warnings.insert(Companions.Warnings.begin(), Companions.Warnings.end());
+    for (const auto &Entry : Warnings) {
+      Result.Warnings.push_back(Entry.second);
+    }
+    llvm::StringRef FileName = SM.getFileEntryRefForID(SM.getMainFileID())->getName();
+    clang::tooling::Replacements Replaces = merge(Edits, FileName, Result.Warnings);
+    Result.Rewritten =
+        Replaces.empty() ? Result.Original : applyFormatted(FileName, Result.Original, Replaces);
   }
 
 private:
-  std::string &Text;
+  llvm::ArrayRef<RuleInfo> Rules;
+  FileRewrite &Result;
+  MatchFinder Finder;
+  Collected Primary, Companions;
+  std::vector<std::unique_ptr<RuleCallback>> Callbacks;
 };
 
-class ReadMainFileFactory : public clang::tooling::FrontendActionFactory {
+class RewriteFactory : public clang::tooling::FrontendActionFactory {
 public:
-  explicit ReadMainFileFactory(std::string &Text) : Text(Text) {}
+  RewriteFactory(llvm::ArrayRef<RuleInfo> Rules, FileRewrite &Result)
+      : Rules(Rules), Result(Result) {}
   std::unique_ptr<clang::FrontendAction> create() override {
-    return std::make_unique<ReadMainFileAction>(Text);
+    return std::make_unique<RewriteAction>(Rules, Result);
   }
 
 private:
-  std::string &Text;
+  llvm::ArrayRef<RuleInfo> Rules;
+  FileRewrite &Result;
 };
 
 } // namespace
 
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
-                                       llvm::StringRef File, llvm::StringRef ResourceDir) {
+                                       llvm::StringRef File, llvm::StringRef ResourceDir,
+                                       llvm::ArrayRef<RuleInfo> Rules) {
   clang::tooling::ClangTool Tool(Compilations, {File.str()});
   // ClangTool would derive the resource dir from this executable's path, which is wrong
   // outside LLVM's own bin/ (see ResourceDir.h); it keeps one that is already given. Last,
@@ -56,11 +299,10 @@ std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase
   Tool.setPrintErrorMessage(false); // The caller reports the failure its own way.
 
   FileRewrite Result;
-  ReadMainFileFactory Factory(Result.Original);
+  RewriteFactory Factory(Rules, Result);
   if (Tool.run(&Factory) != 0) {
     return std::nullopt;
   }
-  Result.Rewritten = Result.Original;
   return Result;
 }
 

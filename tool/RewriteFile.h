@@ -1,11 +1,15 @@
-//===- RewriteFile.h - Running clang over one input --------------*- C++ -*-===//
+//===- RewriteFile.h - Running clang and the rules over one input -*- C++ -*-===//
 #pragma once
 
+#include "accel/rewrites/Rules.h"
+
 #include "clang/Tooling/CompilationDatabase.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace accel::tool {
 
@@ -14,12 +18,16 @@ struct FileRewrite {
   /// The file's text as clang read it; edits are computed against exactly this.
   std::string Original;
   std::string Rewritten;
+  /// "file:line:col: warning: message [accel-rule]" for what the rules left to the user.
+  std::vector<std::string> Warnings;
 };
 
 /// Parses File with the compile command Compilations gives it, using the builtin headers in
-/// ResourceDir. Returns std::nullopt when clang reports errors (it has printed them). No
-/// rules exist yet, so Rewritten equals Original.
+/// ResourceDir, and applies Rules to the main file: their edits are merged, applied and
+/// formatted with the file's .clang-format (LLVM style when there is none). Returns
+/// std::nullopt when clang reports errors (it has printed them).
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
-                                       llvm::StringRef File, llvm::StringRef ResourceDir);
+                                       llvm::StringRef File, llvm::StringRef ResourceDir,
+                                       llvm::ArrayRef<accel::rewrites::RuleInfo> Rules);
 
 } // namespace accel::tool

@@ -1,0 +1,144 @@
+//===- BackwardRule.cpp - accel-backward ----------------------------------===//
+//
+// loss.backward(args) -> accelerator.backward(loss, args), and
+// torch::autograd::backward({loss}) -> accelerator.backward(loss): the accelerator finishes
+// the gradient all-reduce that started during backward. See docs/rules/accel-backward.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleSupport.h"
+
+#include "clang/AST/ExprCXX.h"
+
+#include <optional>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+namespace {
+
+constexpr llvm::StringLiteral Explanation =
+    "accelerator.backward runs backward and completes the gradient all-reduce across processes";
+
+/// The element of a one-element braced list ({loss}), or null.
+const Expr *singleElement(const Expr *List) {
+  const Expr *E = spelled(List);
+  if (const auto *Init = dyn_cast_or_null<InitListExpr>(E)) {
+    return Init->getNumInits() == 1 ? Init->getInit(0) : nullptr;
+  }
+  if (const auto *Construct = dyn_cast_or_null<CXXStdInitializerListExpr>(E)) {
+    return singleElement(Construct->getSubExpr());
+  }
+  if (const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(E)) {
+    // std::vector<Tensor>{loss}: the initializer_list argument.
+    if (Construct->getNumArgs() >= 1) {
+      return singleElement(Construct->getArg(0));
+    }
+  }
+  return nullptr;
+}
+
+/// The replacement for a backward call, or nullopt when accelerator.backward cannot take it.
+std::optional<std::string> replacement(const CallExpr *Call, ASTContext &Ctx) {
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+  std::string Loss;
+  llvm::SmallVector<std::string, 3> Rest;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
+    // backward(gradient, retain_graph, create_graph, inputs): accelerator.backward has all
+    // but inputs.
+    if (Args.size() > 3) {
+      return std::nullopt;
+    }
+    const Expr *Object = Member->getImplicitObjectArgument();
+    Loss = sourceText(Object, Ctx);
+    if (const auto *MemberRef = dyn_cast<MemberExpr>(Member->getCallee());
+        MemberRef && MemberRef->isArrow()) {
+      Loss = "*" + Loss;
+    }
+    for (const Expr *Arg : Args) {
+      Rest.push_back(sourceText(Arg, Ctx));
+    }
+  } else {
+    // torch::autograd::backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+    if (Args.empty() || Args.size() > 4) {
+      return std::nullopt;
+    }
+    const Expr *Tensor = singleElement(Args[0]);
+    if (!Tensor) {
+      return std::nullopt;
+    }
+    Loss = sourceText(Tensor, Ctx);
+    if (Args.size() >= 2) {
+      const Expr *Gradient = singleElement(Args[1]);
+      if (!Gradient) {
+        const auto *Empty = dyn_cast_or_null<InitListExpr>(spelled(Args[1]));
+        if (!Empty || Empty->getNumInits() != 0) {
+          return std::nullopt;
+        }
+        Rest.push_back("{}");
+      } else {
+        Rest.push_back(sourceText(Gradient, Ctx));
+      }
+    }
+    for (size_t I = 2; I < Args.size(); ++I) {
+      Rest.push_back(sourceText(Args[I], Ctx));
+    }
+  }
+  if (Loss.empty()) {
+    return std::nullopt;
+  }
+  std::string Text = "accelerator.backward(" + Loss;
+  for (const std::string &Arg : Rest) {
+    if (Arg.empty()) {
+      return std::nullopt;
+    }
+    Text += ", " + Arg;
+  }
+  return Text + ")";
+}
+
+} // namespace
+
+Rule makeBackwardRule() {
+  auto Backward = callExpr(inUserCode(),
+                           anyOf(cxxMemberCallExpr(callee(cxxMethodDecl(
+                                     hasName("backward"), ofClass(hasName("::at::Tensor"))))),
+                                 callExpr(callee(functionDecl(
+                                     hasName("::torch::autograd::backward"))))))
+                      .bind("call");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+    std::optional<std::string> Text = replacement(Call, *Match.Context);
+    if (!Text) {
+      return llvm::SmallVector<Edit, 1>();
+    }
+    return edit(changeTo(node("call"), cat(*Text)))(Match);
+  };
+  auto Rewrite = dynamicFinding("call", [](const MatchResult &Match) {
+    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+    Finding Result;
+    if (replacement(Call, *Match.Context)) {
+      Result.Message = Explanation.str();
+    } else {
+      Result.Kind = Finding::Warning;
+      Result.Message =
+          "this backward call has arguments accelerator.backward does not take (it takes the "
+          "loss, a gradient, retain_graph and create_graph); call accelerator.backward(loss, "
+          "...) by hand";
+    }
+    return Result;
+  });
+  return applyFirst<Finding>(
+      {makeRule(callExpr(Backward, forFunction(acceleratorFunction())), Edits, Rewrite),
+       makeRule(callExpr(Backward, forFunction(functionDecl().bind("function"))), noEdits(),
+                finding(Finding::Warning, "call", [](const MatchResult &Match) {
+                  return "backward in " +
+                         functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
+                         ", which has no accelerator: add a parameter "
+                         "'accelerate::Accelerator& accelerator' to it, pass the accelerator "
+                         "in, and call accelerator.backward(loss)";
+                }))});
+}
+
+} // namespace accel::rewrites

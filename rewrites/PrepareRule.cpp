@@ -1,0 +1,61 @@
+//===- PrepareRule.cpp - accel-prepare ------------------------------------===//
+//
+// accelerator.prepare(model..., optimizer..., scheduler...) after the last of their
+// definitions and before the training loop: moves the models to the device, starts every
+// process from the same parameters and installs gradient synchronisation. See
+// docs/rules/accel-prepare.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleSupport.h"
+
+#include "clang/AST/Stmt.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+
+Rule makePrepareRule() {
+  auto Setup = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
+                            acceleratorFunction())
+                   .bind("function");
+  EditGenerator Edits =
+      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    SetupInfo Info = analyzeSetup(Match.Nodes.getNodeAs<FunctionDecl>("function"), *Match.Context);
+    llvm::SmallVector<Edit, 1> Result;
+    if (Info.AlreadyPrepared || !Info.LastDefinition ||
+        Info.LastDefinition->getEndLoc().isMacroID()) {
+      return Result;
+    }
+    std::string Args;
+    for (const auto *List : {&Info.Models, &Info.Optimizers, &Info.Schedulers}) {
+      for (const VarDecl *Var : *List) {
+        Args += (Args.empty() ? "" : ", ") + Var->getNameAsString();
+      }
+    }
+    bool AtLineStart = false;
+    SourceLocation At = lineStartAfter(Info.LastDefinition->getEndLoc(), *Match.SourceManager,
+                                       Match.Context->getLangOpts(), AtLineStart);
+    std::string Text = "accelerator.prepare(" + Args + ");";
+    Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
+    return Result;
+  };
+  auto Note = dynamicFinding("function", [](const MatchResult &Match) {
+    SetupInfo Info = analyzeSetup(Match.Nodes.getNodeAs<FunctionDecl>("function"), *Match.Context);
+    Finding Result;
+    if (!Info.AlreadyPrepared && !Info.Problem.empty()) {
+      Result.Kind = Finding::Warning;
+      Result.Loc = Info.ProblemLoc;
+      Result.Message = Info.Problem;
+    } else {
+      Result.Loc = Info.LastDefinition ? Info.LastDefinition->getEndLoc() : SourceLocation();
+      Result.Message = "prepare moves the model to the accelerator's device, starts every "
+                       "process from the same parameters and synchronises gradients";
+    }
+    return Result;
+  });
+  return makeRule(Setup, Edits, Note);
+}
+
+} // namespace accel::rewrites
