@@ -8,6 +8,7 @@
 #include "RuleSupport.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/Lex/Lexer.h"
 
 #include <optional>
 
@@ -40,7 +41,9 @@ const Expr *singleElement(const Expr *List) {
 }
 
 /// The replacement for a backward call, or nullopt when accelerator.backward cannot take it.
-std::optional<std::string> replacement(const CallExpr *Call, ASTContext &Ctx) {
+std::optional<std::string> replacement(const MatchResult &Match) {
+  const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+  ASTContext &Ctx = *Match.Context;
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
   std::string Loss;
   llvm::SmallVector<std::string, 3> Rest;
@@ -56,8 +59,15 @@ std::optional<std::string> replacement(const CallExpr *Call, ASTContext &Ctx) {
         MemberRef && MemberRef->isArrow()) {
       Loss = "*" + Loss;
     }
-    for (const Expr *Arg : Args) {
-      Rest.push_back(sourceText(Arg, Ctx));
+    if (!Args.empty()) {
+      // The arguments as written, comments included.
+      llvm::Expected<CharSourceRange> Written = callArgs("call")(Match);
+      if (!Written) {
+        llvm::consumeError(Written.takeError());
+        return std::nullopt;
+      }
+      Rest.push_back(
+          Lexer::getSourceText(*Written, *Match.SourceManager, Ctx.getLangOpts()).trim().str());
     }
   } else {
     // torch::autograd::backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
@@ -108,17 +118,15 @@ Rule makeBackwardRule() {
                                      hasName("::torch::autograd::backward"))))))
                       .bind("call");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
-    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
-    std::optional<std::string> Text = replacement(Call, *Match.Context);
+    std::optional<std::string> Text = replacement(Match);
     if (!Text) {
       return llvm::SmallVector<Edit, 1>();
     }
     return edit(changeTo(node("call"), cat(*Text)))(Match);
   };
   auto Rewrite = dynamicFinding("call", [](const MatchResult &Match) {
-    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
     Finding Result;
-    if (replacement(Call, *Match.Context)) {
+    if (replacement(Match)) {
       Result.Message = Explanation.str();
     } else {
       Result.Kind = Finding::Warning;
