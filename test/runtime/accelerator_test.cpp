@@ -98,6 +98,37 @@ TEST(Accelerator, WithoutALauncherItIsExactlyThePlainLoop) {
   }
 }
 
+TEST(Accelerator, PrepareTakesEveryFormAModelIsHeldIn) {
+  auto results = run_in_processes(2, [](const Peer& peer) {
+    accelerate::Accelerator accelerator;
+    torch::manual_seed(peer.rank); // different on each process until prepare
+    Net holder;                                  // ModuleHolder (TORCH_MODULE)
+    NetImpl by_value;                            // a plain Module
+    auto shared = std::make_shared<NetImpl>();   // std::shared_ptr<Module>
+    torch::optim::SGD optimizer(holder->parameters(), 0.1);
+    torch::optim::StepLR scheduler(optimizer, /*step_size=*/1, /*gamma=*/0.5);
+    accelerator.prepare(holder, optimizer, scheduler);
+    accelerator.prepare(by_value, shared);
+    for (const auto& parameters :
+         {holder->parameters(), by_value.parameters(), shared->parameters()}) {
+      for (const auto& p : parameters) {
+        auto both = accelerator.gather(p.detach().unsqueeze(0));
+        EXPECT_TRUE(torch::equal(both[0], both[1])) << "prepare did not broadcast rank 0's state";
+      }
+    }
+    // Gradients of each form are synchronised.
+    auto x = torch::ones({2, 8}) * (peer.rank + 1);
+    accelerator.backward(by_value.forward(x).sum() + shared->forward(x).sum());
+    for (const auto& p : by_value.parameters()) {
+      auto both = accelerator.gather(p.grad().unsqueeze(0));
+      EXPECT_TRUE(torch::equal(both[0], both[1]));
+    }
+    optimizer.step();
+    scheduler.step();
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 TEST(Accelerator, SingleProcessFacts) {
   accelerate::Accelerator accelerator;
   EXPECT_EQ(accelerator.num_processes(), 1);
