@@ -272,6 +272,57 @@ TEST(Launch, TwoLaunchersFormOneJob) {
   EXPECT_NE(outputs[0].find("[rank0] training equivalence"), std::string::npos) << outputs[0];
 }
 
+// The same binary under other launchers: their variables, set by hand as mpirun and srun
+// would, with no accel launch involved.
+void expect_selftest_job(const std::vector<std::map<std::string, std::string>>& environments) {
+  std::vector<accelerate::launch::WorkerSpec> specs;
+  for (const auto& env : environments) {
+    accelerate::launch::WorkerSpec spec;
+    spec.argv = {ACCEL_SELFTEST_BIN};
+    spec.env = env;
+    spec.capture_output = true;
+    specs.push_back(spec);
+  }
+  std::string output[2];
+  accelerate::launch::WorkerGroup group(specs, [&](int rank, int, std::string_view chunk) {
+    output[rank].append(chunk);
+  });
+  for (const auto& exit : group.wait(120s)) {
+    EXPECT_TRUE(exit.succeeded()) << output[exit.rank];
+  }
+  EXPECT_NE(output[0].find("accel self-test on 2 process(es)"), std::string::npos) << output[0];
+  EXPECT_NE(output[0].find("training equivalence (N processes at batch B == 1 process at N*B): ok"),
+            std::string::npos)
+      << output[0];
+}
+
+TEST(OtherLaunchers, OpenMpiVariables) {
+  const auto port = std::to_string(accelerate::launch::free_loopback_port());
+  std::vector<std::map<std::string, std::string>> environments;
+  for (int rank = 0; rank < 2; ++rank) {
+    environments.push_back({{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+                            {"OMPI_COMM_WORLD_SIZE", "2"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)},
+                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                            {"MASTER_PORT", port}});
+  }
+  expect_selftest_job(environments);
+}
+
+TEST(OtherLaunchers, SlurmVariables) {
+  const auto port = std::to_string(accelerate::launch::free_loopback_port());
+  std::vector<std::map<std::string, std::string>> environments;
+  for (int rank = 0; rank < 2; ++rank) {
+    environments.push_back({{"SLURM_PROCID", std::to_string(rank)},
+                            {"SLURM_NTASKS", "2"},
+                            {"SLURM_LOCALID", std::to_string(rank)},
+                            {"SLURM_NTASKS_PER_NODE", "2"},
+                            {"SLURM_JOB_NODELIST", "127.0.0.[1]"},
+                            {"MASTER_PORT", port}});
+  }
+  expect_selftest_job(environments);
+}
+
 TEST(AccelTest, ReportsSuccess) {
   const auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
