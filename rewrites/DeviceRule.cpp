@@ -10,6 +10,7 @@
 #include "RuleSupport.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/Lex/Lexer.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -32,6 +33,17 @@ AST_MATCHER(CallExpr, firstArgIsDevice) {
   return isDeviceType(Type) || isDeviceTypeEnum(Type);
 }
 
+/// The arguments after the first as written, comments included.
+std::string argsAfterFirst(const CallExpr *Call, ASTContext &Ctx) {
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+  const SourceManager &SM = Ctx.getSourceManager();
+  SourceLocation From = Lexer::getLocForEndOfToken(Args[0]->getEndLoc(), 0, SM, Ctx.getLangOpts());
+  CharSourceRange Range = CharSourceRange::getCharRange(From, Call->getRParenLoc());
+  llvm::StringRef Text = Lexer::getSourceText(Range, SM, Ctx.getLangOpts()).trim();
+  Text.consume_front(",");
+  return Text.trim().str();
+}
+
 /// "obj.to(dtype, rest...)" for a call "obj.to(device, dtype, rest...)", "obj" for
 /// "obj.to(device[, non_blocking...])", from the source text.
 std::string withoutDevice(const CXXMemberCallExpr *Call, const Expr *Object,
@@ -39,11 +51,7 @@ std::string withoutDevice(const CXXMemberCallExpr *Call, const Expr *Object,
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
   std::string Text = sourceText(Object, Ctx);
   if (Args.size() >= 2 && isScalarTypeEnum(spelled(Args[1])->getType())) {
-    Text += ".to(";
-    for (size_t I = 1; I < Args.size(); ++I) {
-      Text += (I > 1 ? ", " : "") + sourceText(Args[I], Ctx);
-    }
-    Text += ")";
+    Text += ".to(" + argsAfterFirst(Call, Ctx) + ")";
   }
   return Text;
 }
@@ -100,11 +108,7 @@ Rule makeDeviceRule() {
     const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
     llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
     if (Args.size() >= 2 && isScalarTypeEnum(spelled(Args[1])->getType())) {
-      std::string Rest;
-      for (size_t I = 1; I < Args.size(); ++I) {
-        Rest += (I > 1 ? ", " : "") + sourceText(Args[I], *Match.Context);
-      }
-      return edit(changeTo(callArgs("call"), cat(Rest)))(Match);
+      return edit(changeTo(callArgs("call"), cat(argsAfterFirst(Call, *Match.Context))))(Match);
     }
     return edit(changeTo(wholeStatementLine("call"), cat("")))(Match);
   };

@@ -1,0 +1,56 @@
+// accel-device: the device variable comes from accelerator.device(); .to(device) on prepared
+// models and on a prepared loader's batches is dropped (a dtype is kept); other uses stay.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
+// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
+// RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
+// RUN:   --implicit-check-not=warning:
+// RUN: %clangxx -fsyntax-only %torch_flags -I%runtime_include %t/out.cpp
+// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: diff %t/out.cpp %t/again.cpp
+
+#include <torch/torch.h>
+
+using Data = torch::data::datasets::TensorDataset;
+
+void evaluate(torch::nn::Linear model) {
+  torch::Device device(torch::kCUDA);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: device chosen in 'evaluate', which has no accelerator: with several processes it must be the accelerator's device; pass accelerator.device() in [accel-device]
+  (void)model;
+}
+
+int main() {
+  auto device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;
+  // CHECK-FIXES: int main() {
+  // CHECK-FIXES-NEXT: accelerate::Accelerator accelerator;
+  // CHECK-FIXES-NEXT: torch::Device device = accelerator.device();
+  const torch::Device other(device);
+  // CHECK-FIXES: const torch::Device other = accelerator.device();
+  torch::nn::Linear model(4, 1);
+  torch::nn::Linear frozen(4, 4);
+  model->to(device);
+  model->to(device, torch::kDouble);
+  frozen->to(device);
+  // CHECK-FIXES: torch::nn::Linear model(4, 1);
+  // CHECK-FIXES-NEXT: torch::nn::Linear frozen(4, 4);
+  // CHECK-FIXES-NEXT: model->to(torch::kDouble);
+  // CHECK-FIXES-NEXT: frozen->to(device);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(
+      Data(torch::randn({8, 4})).map(torch::data::transforms::Stack<torch::data::TensorExample>()),
+      2);
+  torch::Tensor extra = torch::ones({4}).to(device);
+  // CHECK-FIXES: torch::Tensor extra = torch::ones({4}).to(device);
+  for (auto &batch : *loader) {
+    auto data = batch.data.to(device);
+    // CHECK-FIXES: auto data = batch.data;
+    auto twice = batch.data.to(device, torch::kDouble, /*non_blocking=*/true);
+    // CHECK-FIXES: auto twice = batch.data.to(torch::kDouble, /*non_blocking=*/true);
+    auto gpu = batch.data.cuda();
+    // CHECK-FIXES: auto gpu = batch.data;
+    model(frozen(data + extra)).sum().backward();
+    optimizer.step();
+  }
+  evaluate(model);
+}

@@ -1,0 +1,40 @@
+// accel-save: torch::save(value, path) -> accelerator.save(value, path) where the accelerator
+// is in scope; streams and functions without the accelerator get a warning.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
+// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
+// RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
+// RUN:   --implicit-check-not=warning:
+// RUN: %accel-rewrite %t/input.cpp --rules=-save -o %t/without.cpp -- %torch_flags 2>/dev/null
+// RUN: FileCheck %s --check-prefix=WITHOUT --input-file=%t/without.cpp
+// WITHOUT: torch::save(model, "model.pt");
+// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: diff %t/out.cpp %t/again.cpp
+
+#include <torch/torch.h>
+
+#include <sstream>
+#include <string>
+
+void checkpoint(torch::nn::Linear model) {
+  torch::save(model, "checkpoint.pt");
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save in 'checkpoint', which has no accelerator: every process would write the file; pass 'accelerate::Accelerator& accelerator' in and call accelerator.save(value, path) [accel-save]
+}
+
+int main() {
+  torch::nn::Linear model(4, 1);
+  torch::optim::Adam optimizer(model->parameters());
+  std::string path = "optimizer.pt";
+  torch::save(model, "model.pt");
+  // CHECK-FIXES: accelerator.save(model, "model.pt");
+  torch::save(optimizer, path);
+  // CHECK-FIXES: accelerator.save(optimizer, path);
+  torch::save(model, path + ".bak");
+  // CHECK-FIXES: accelerator.save(model, path + ".bak");
+  std::ostringstream stream;
+  torch::save(model, stream);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save to a stream or with extra arguments: run it on the main process only, inside 'if (accelerator.is_main_process())' [accel-save]
+  // CHECK-FIXES: torch::save(model, stream);
+  checkpoint(model);
+}
