@@ -16,9 +16,9 @@ namespace accel_bench {
 /// Command-line options as --name value pairs, with defaults.
 class Args {
 public:
-  Args(int argc, char** argv, int first);
-  int64_t integer(const std::string& name, int64_t fallback) const;
-  std::string text(const std::string& name, const std::string& fallback) const;
+  Args(int argc, char **argv, int first);
+  int64_t integer(const std::string &name, int64_t fallback) const;
+  std::string text(const std::string &name, const std::string &fallback) const;
 
 private:
   std::map<std::string, std::string> values_;
@@ -29,17 +29,16 @@ private:
 ///   wide  512 -> 2048 -> 2048 -> 10, ReLU                     (5,267,466 parameters)
 ///   conv  1x28x28: conv3x3(16) pool conv3x3(32) pool fc128 fc10 (206,922 parameters)
 ///   deep  1024 -> [1024]*layers -> 10, ReLU (sync benchmark)
-torch::nn::Sequential make_model(const std::string& name, int64_t layers = 8);
+torch::nn::Sequential make_model(const std::string &name, int64_t layers = 8);
 /// Shape of one input sample of the model.
-std::vector<int64_t> sample_shape(const std::string& name);
-int64_t parameter_count(torch::nn::Sequential& model);
+std::vector<int64_t> sample_shape(const std::string &name);
+int64_t parameter_count(torch::nn::Sequential &model);
 
 /// Random inputs and class labels held in memory; get() returns one sample, like a
 /// TensorDataset in Python.
 class InMemoryDataset : public torch::data::datasets::Dataset<InMemoryDataset> {
 public:
-  InMemoryDataset(int64_t size, const std::vector<int64_t>& shape, int64_t classes,
-                  uint64_t seed);
+  InMemoryDataset(int64_t size, const std::vector<int64_t> &shape, int64_t classes, uint64_t seed);
   torch::data::Example<> get(size_t index) override;
   std::optional<size_t> size() const override;
 
@@ -53,8 +52,8 @@ inline double seconds_since(Clock::time_point start) {
 }
 double median(std::vector<double> values);
 
-int run_overhead(const Args& args);
-int run_train(const Args& args);
-int run_sync(const Args& args);
+int run_overhead(const Args &args);
+int run_train(const Args &args);
+int run_sync(const Args &args);
 
 } // namespace accel_bench

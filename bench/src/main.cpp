@@ -7,7 +7,7 @@
 
 namespace accel_bench {
 
-Args::Args(int argc, char** argv, int first) {
+Args::Args(int argc, char **argv, int first) {
   for (int i = first; i < argc; i += 2) {
     std::string name = argv[i];
     if (name.rfind("--", 0) != 0 || i + 1 >= argc) {
@@ -17,17 +17,17 @@ Args::Args(int argc, char** argv, int first) {
   }
 }
 
-int64_t Args::integer(const std::string& name, int64_t fallback) const {
+int64_t Args::integer(const std::string &name, int64_t fallback) const {
   auto found = values_.find(name);
   return found == values_.end() ? fallback : std::stoll(found->second);
 }
 
-std::string Args::text(const std::string& name, const std::string& fallback) const {
+std::string Args::text(const std::string &name, const std::string &fallback) const {
   auto found = values_.find(name);
   return found == values_.end() ? fallback : found->second;
 }
 
-torch::nn::Sequential make_model(const std::string& name, int64_t layers) {
+torch::nn::Sequential make_model(const std::string &name, int64_t layers) {
   using namespace torch::nn;
   if (name == "mlp") {
     return Sequential(Linear(64, 256), ReLU(), Linear(256, 256), ReLU(), Linear(256, 10));
@@ -37,8 +37,8 @@ torch::nn::Sequential make_model(const std::string& name, int64_t layers) {
   }
   if (name == "conv") {
     return Sequential(Conv2d(Conv2dOptions(1, 16, 3).padding(1)), ReLU(), MaxPool2d(2),
-                      Conv2d(Conv2dOptions(16, 32, 3).padding(1)), ReLU(), MaxPool2d(2),
-                      Flatten(), Linear(32 * 7 * 7, 128), ReLU(), Linear(128, 10));
+                      Conv2d(Conv2dOptions(16, 32, 3).padding(1)), ReLU(), MaxPool2d(2), Flatten(),
+                      Linear(32 * 7 * 7, 128), ReLU(), Linear(128, 10));
   }
   if (name == "deep") {
     Sequential model;
@@ -52,24 +52,28 @@ torch::nn::Sequential make_model(const std::string& name, int64_t layers) {
   throw std::invalid_argument("unknown model '" + name + "' (mlp, wide, conv, deep)");
 }
 
-std::vector<int64_t> sample_shape(const std::string& name) {
-  if (name == "mlp") return {64};
-  if (name == "wide") return {512};
-  if (name == "conv") return {1, 28, 28};
-  if (name == "deep") return {1024};
+std::vector<int64_t> sample_shape(const std::string &name) {
+  if (name == "mlp")
+    return {64};
+  if (name == "wide")
+    return {512};
+  if (name == "conv")
+    return {1, 28, 28};
+  if (name == "deep")
+    return {1024};
   throw std::invalid_argument("unknown model '" + name + "'");
 }
 
-int64_t parameter_count(torch::nn::Sequential& model) {
+int64_t parameter_count(torch::nn::Sequential &model) {
   int64_t count = 0;
-  for (const auto& p : model->parameters()) {
+  for (const auto &p : model->parameters()) {
     count += p.numel();
   }
   return count;
 }
 
-InMemoryDataset::InMemoryDataset(int64_t size, const std::vector<int64_t>& shape,
-                                 int64_t classes, uint64_t seed) {
+InMemoryDataset::InMemoryDataset(int64_t size, const std::vector<int64_t> &shape, int64_t classes,
+                                 uint64_t seed) {
   auto generator = at::detail::createCPUGenerator(seed);
   std::vector<int64_t> full{size};
   full.insert(full.end(), shape.begin(), shape.end());
@@ -82,9 +86,7 @@ torch::data::Example<> InMemoryDataset::get(size_t index) {
   return {inputs_[i], targets_[i]};
 }
 
-std::optional<size_t> InMemoryDataset::size() const {
-  return static_cast<size_t>(inputs_.size(0));
-}
+std::optional<size_t> InMemoryDataset::size() const { return static_cast<size_t>(inputs_.size(0)); }
 
 double median(std::vector<double> values) {
   if (values.empty()) {
@@ -97,7 +99,7 @@ double median(std::vector<double> values) {
 
 } // namespace accel_bench
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   const std::string usage = "usage: accel_bench overhead|train|sync [--name value ...]\n";
   if (argc < 2) {
     std::fputs(usage.c_str(), stderr);
@@ -108,12 +110,15 @@ int main(int argc, char** argv) {
     const accel_bench::Args args(argc, argv, 2);
     // Same thread count as the Python side (torch.set_num_threads); OMP_NUM_THREADS is set too.
     torch::set_num_threads(static_cast<int>(args.integer("threads", 1)));
-    if (command == "overhead") return accel_bench::run_overhead(args);
-    if (command == "train") return accel_bench::run_train(args);
-    if (command == "sync") return accel_bench::run_sync(args);
+    if (command == "overhead")
+      return accel_bench::run_overhead(args);
+    if (command == "train")
+      return accel_bench::run_train(args);
+    if (command == "sync")
+      return accel_bench::run_sync(args);
     std::fputs(usage.c_str(), stderr);
     return 2;
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     std::fprintf(stderr, "accel_bench: %s\n", error.what());
     return 1;
   }

@@ -15,11 +15,11 @@ namespace accel_bench {
 namespace {
 
 template <typename Loader, typename Backward>
-double epoch_seconds_per_step(Loader& loader, torch::nn::Sequential& model,
-                              torch::optim::Optimizer& optimizer, Backward&& backward) {
+double epoch_seconds_per_step(Loader &loader, torch::nn::Sequential &model,
+                              torch::optim::Optimizer &optimizer, Backward &&backward) {
   int64_t steps = 0;
   const auto start = Clock::now();
-  for (auto& batch : loader) {
+  for (auto &batch : loader) {
     optimizer.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model->forward(batch.data), batch.target);
     backward(loss);
@@ -31,8 +31,9 @@ double epoch_seconds_per_step(Loader& loader, torch::nn::Sequential& model,
 
 } // namespace
 
-int run_overhead(const Args& args) {
-  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+int run_overhead(const Args &args) {
+  for (const char *name :
+       {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
     if (std::getenv(name) != nullptr) {
       throw std::runtime_error(std::string("overhead is the one-process benchmark; unset ") + name);
     }
@@ -53,21 +54,25 @@ int run_overhead(const Args& args) {
   auto model_a = make_model(model_name);
   torch::manual_seed(0);
   auto model_b = make_model(model_name);
-  torch::optim::SGD optimizer_a(model_a->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  torch::optim::SGD optimizer_b(model_b->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  torch::optim::SGD optimizer_a(model_a->parameters(),
+                                torch::optim::SGDOptions(0.01).momentum(0.9));
+  torch::optim::SGD optimizer_b(model_b->parameters(),
+                                torch::optim::SGDOptions(0.01).momentum(0.9));
 
   // A: the documented shape with the runtime.
-  auto loader_a = accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(dataset(), batch);
+  auto loader_a =
+      accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(dataset(), batch);
   accelerator.prepare(model_a, optimizer_a);
   auto step_a = [&] {
     return epoch_seconds_per_step(*loader_a, model_a, optimizer_a,
-                                  [&](const torch::Tensor& loss) { accelerator.backward(loss); });
+                                  [&](const torch::Tensor &loss) { accelerator.backward(loss); });
   };
   // B: plain LibTorch.
-  auto loader_b = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(dataset(), batch);
+  auto loader_b =
+      torch::data::make_data_loader<torch::data::samplers::RandomSampler>(dataset(), batch);
   auto step_b = [&] {
     return epoch_seconds_per_step(*loader_b, model_b, optimizer_b,
-                                  [](const torch::Tensor& loss) { loss.backward(); });
+                                  [](const torch::Tensor &loss) { loss.backward(); });
   };
 
   for (int64_t i = 0; i < warmup; ++i) {
@@ -88,11 +93,12 @@ int run_overhead(const Args& args) {
     b.push_back(tb);
     ratios.push_back(ta / tb);
   }
-  std::printf("{\"bench\": \"overhead\", \"model\": \"%s\", \"batch\": %zu, \"steps_per_rep\": %zu, "
-              "\"reps\": %lld, \"runtime_step_us\": %.3f, \"plain_step_us\": %.3f, "
-              "\"ratio_of_medians\": %.4f, \"median_of_ratios\": %.4f}\n",
-              model_name.c_str(), batch, loader_a->size(), static_cast<long long>(reps),
-              median(a) * 1e6, median(b) * 1e6, median(a) / median(b), median(ratios));
+  std::printf(
+      "{\"bench\": \"overhead\", \"model\": \"%s\", \"batch\": %zu, \"steps_per_rep\": %zu, "
+      "\"reps\": %lld, \"runtime_step_us\": %.3f, \"plain_step_us\": %.3f, "
+      "\"ratio_of_medians\": %.4f, \"median_of_ratios\": %.4f}\n",
+      model_name.c_str(), batch, loader_a->size(), static_cast<long long>(reps), median(a) * 1e6,
+      median(b) * 1e6, median(a) / median(b), median(ratios));
   return 0;
 }
 

@@ -28,7 +28,7 @@ namespace {
 
 /// A Gloo process group of our own, configured like the runtime's on one machine, rendezvousing
 /// through the runtime's store (as a client, under a prefix of its own).
-c10::intrusive_ptr<c10d::ProcessGroupGloo> raw_gloo_group(const accelerate::ProcessInfo& info) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo> raw_gloo_group(const accelerate::ProcessInfo &info) {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(info.master_port);
   store_options.isServer = false;
@@ -43,7 +43,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> raw_gloo_group(const accelerate::Proc
 
 } // namespace
 
-int run_sync(const Args& args) {
+int run_sync(const Args &args) {
   const int64_t layers = args.integer("layers", 8);
   const int64_t batch = args.integer("batch", 32);
   const int64_t reps = args.integer("reps", 30);
@@ -51,7 +51,8 @@ int run_sync(const Args& args) {
 
   accelerate::Accelerator accelerator;
   const auto info = accelerate::detect_process_info();
-  TORCH_CHECK(accelerator.distributed(), "sync needs a multi-process job (bench/run.py starts one)");
+  TORCH_CHECK(accelerator.distributed(),
+              "sync needs a multi-process job (bench/run.py starts one)");
 
   torch::manual_seed(0);
   auto plain = make_model("deep", layers);
@@ -65,7 +66,7 @@ int run_sync(const Args& args) {
   auto inputs = torch::randn({batch, 1024});
   auto targets = torch::randint(10, {batch}, torch::kInt64);
 
-  auto timed = [&](const std::function<void()>& prepare, const std::function<void()>& body) {
+  auto timed = [&](const std::function<void()> &prepare, const std::function<void()> &body) {
     prepare();
     accelerator.wait_for_everyone();
     const auto start = Clock::now();
@@ -75,14 +76,20 @@ int run_sync(const Args& args) {
   torch::Tensor loss;
   std::vector<std::function<double()>> measurements{
       [&] {
-        return timed([&] { plain->zero_grad();
-                           loss = torch::nn::functional::cross_entropy(plain->forward(inputs), targets); },
-                     [&] { loss.backward(); });
+        return timed(
+            [&] {
+              plain->zero_grad();
+              loss = torch::nn::functional::cross_entropy(plain->forward(inputs), targets);
+            },
+            [&] { loss.backward(); });
       },
       [&] {
-        return timed([&] { synced->zero_grad();
-                           loss = torch::nn::functional::cross_entropy(synced->forward(inputs), targets); },
-                     [&] { accelerator.backward(loss); });
+        return timed(
+            [&] {
+              synced->zero_grad();
+              loss = torch::nn::functional::cross_entropy(synced->forward(inputs), targets);
+            },
+            [&] { accelerator.backward(loss); });
       },
       [&] {
         return timed([&] { flat.fill_(1); },
@@ -91,16 +98,14 @@ int run_sync(const Args& args) {
                        group->allreduce(tensors)->wait();
                      });
       },
-      [&] {
-        return timed([&] { flat.fill_(1); }, [&] { accelerator.reduce(flat, "sum"); });
-      },
+      [&] { return timed([&] { flat.fill_(1); }, [&] { accelerator.reduce(flat, "sum"); }); },
       [&] { // what reduce adds besides the all-reduce: a copy into a new tensor
         return timed([&] { flat.fill_(1); }, [&] { auto copy = flat.clone(); });
       },
   };
   const size_t kinds = measurements.size();
   for (int64_t i = 0; i < warmup; ++i) {
-    for (auto& measure : measurements) {
+    for (auto &measure : measurements) {
       measure();
     }
   }
@@ -117,15 +122,16 @@ int run_sync(const Args& args) {
     std::vector<double> med;
     for (size_t k = 0; k < kinds; ++k) {
       auto column = slowest.select(1, static_cast<int64_t>(k)).contiguous();
-      med.push_back(median(std::vector<double>(column.data_ptr<double>(),
-                                               column.data_ptr<double>() + reps)));
+      med.push_back(
+          median(std::vector<double>(column.data_ptr<double>(), column.data_ptr<double>() + reps)));
     }
     const double sync = med[1] - med[0];
     const double mb = static_cast<double>(params) * 4 / 1e6;
     std::printf("{\"bench\": \"sync\", \"processes\": %d, \"params\": %lld, \"megabytes\": %.2f, "
                 "\"batch\": %lld, \"reps\": %lld, \"backward_ms\": %.3f, "
                 "\"backward_sync_ms\": %.3f, \"sync_ms\": %.3f, \"raw_allreduce_ms\": %.3f, "
-                "\"reduce_ms\": %.3f, \"clone_ms\": %.3f, \"sync_vs_raw\": %.4f, \"sync_vs_reduce\": %.4f}\n",
+                "\"reduce_ms\": %.3f, \"clone_ms\": %.3f, \"sync_vs_raw\": %.4f, "
+                "\"sync_vs_reduce\": %.4f}\n",
                 accelerator.num_processes(), static_cast<long long>(params), mb,
                 static_cast<long long>(batch), static_cast<long long>(reps), med[0] * 1e3,
                 med[1] * 1e3, sync * 1e3, med[2] * 1e3, med[3] * 1e3, med[4] * 1e3, med[2] / sync,

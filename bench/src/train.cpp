@@ -9,7 +9,7 @@
 
 namespace accel_bench {
 
-int run_train(const Args& args) {
+int run_train(const Args &args) {
   const std::string model_name = args.text("model", "mlp");
   const int64_t samples = args.integer("samples", 4096);
   const auto batch = static_cast<size_t>(args.integer("batch", 64));
@@ -30,14 +30,14 @@ int run_train(const Args& args) {
   Clock::time_point start;
   double last_loss = 0;
   while (done < warmup + steps) {
-    for (auto& batch_data : *loader) {
+    for (auto &batch_data : *loader) {
       if (done == warmup) {
         accelerator.wait_for_everyone();
         start = Clock::now();
       }
       optimizer.zero_grad();
-      auto loss = torch::nn::functional::cross_entropy(model->forward(batch_data.data),
-                                                       batch_data.target);
+      auto loss =
+          torch::nn::functional::cross_entropy(model->forward(batch_data.data), batch_data.target);
       accelerator.backward(loss);
       optimizer.step();
       if (++done == warmup + steps) {

@@ -29,7 +29,7 @@ std::string selftest_path() {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   using namespace accel::cli;
   CLI::App app{"accel: run LibTorch programs data-parallel on many processes and machines"};
   app.set_version_flag("--version", [] {
@@ -39,31 +39,31 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   LaunchRequest launch_request;
-  auto* launch = add_launch_command(app, launch_request);
+  auto *launch = add_launch_command(app, launch_request);
 
   std::optional<std::string> config_file;
-  auto* config = app.add_subcommand("config", "Write a config file by answering questions");
+  auto *config = app.add_subcommand("config", "Write a config file by answering questions");
   config->add_option("--config_file,--config-file", config_file,
                      "Where to write (default: Accelerate's default_config.yaml)");
-  auto* config_default =
+  auto *config_default =
       config->add_subcommand("default", "Write a default config without questions; never "
                                         "overwrites");
   config_default->add_option("--config_file,--config-file", config_file);
 
-  auto* env = app.add_subcommand("env", "Print versions, the machine and the config in effect");
+  auto *env = app.add_subcommand("env", "Print versions, the machine and the config in effect");
   env->add_option("--config_file,--config-file", config_file);
 
   LaunchRequest test_request;
-  auto* test = app.add_subcommand("test", "Run the bundled self-test with the config in effect");
+  auto *test = app.add_subcommand("test", "Run the bundled self-test with the config in effect");
   test->add_option("--config_file,--config-file", test_request.config_file);
   test->add_option("--num_processes,--num-processes", test_request.flags.num_processes)
       ->check(CLI::PositiveNumber);
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForVersion&) {
+  } catch (const CLI::CallForVersion &) {
     return 0;
-  } catch (const CLI::ParseError& error) {
+  } catch (const CLI::ParseError &error) {
     return app.exit(error);
   }
 
@@ -76,8 +76,7 @@ int main(int argc, char** argv) {
       return run_config_default(config_file.value_or(default_config_path()), std::cout);
     }
     if (config->parsed()) {
-      return run_config_questions(config_file.value_or(default_config_path()), std::cin,
-                                  std::cout);
+      return run_config_questions(config_file.value_or(default_config_path()), std::cin, std::cout);
     }
     if (env->parsed()) {
       return run_env(config_file, std::cout);
@@ -90,7 +89,7 @@ int main(int argc, char** argv) {
                 << std::endl;
       return code;
     }
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     std::cerr << "accel: error: " << error.what() << "\n";
     return 2;
   }

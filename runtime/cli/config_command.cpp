@@ -12,9 +12,9 @@ namespace {
 // defaults of every remaining question, so piped answers may stop early.
 class Asker {
 public:
-  Asker(std::istream& in, std::ostream& out) : in_(in), out_(out) {}
+  Asker(std::istream &in, std::ostream &out) : in_(in), out_(out) {}
 
-  std::string text(const std::string& question, const std::string& fallback) {
+  std::string text(const std::string &question, const std::string &fallback) {
     out_ << question << " [" << fallback << "]: " << std::flush;
     std::string answer;
     if (!std::getline(in_, answer)) {
@@ -27,7 +27,7 @@ public:
     return answer.empty() ? fallback : answer;
   }
 
-  int number(const std::string& question, int fallback, int lowest, int highest) {
+  int number(const std::string &question, int fallback, int lowest, int highest) {
     for (int tries = 0; tries < 3; ++tries) {
       const auto answer = text(question, std::to_string(fallback));
       try {
@@ -36,17 +36,18 @@ public:
         if (used == answer.size() && value >= lowest && value <= highest) {
           return value;
         }
-      } catch (const std::exception&) {
+      } catch (const std::exception &) {
       }
       out_ << "Please enter a whole number from " << lowest << " to " << highest << ".\n";
     }
     throw std::runtime_error("no valid answer to: " + question);
   }
 
-  bool yes_no(const std::string& question, bool fallback) {
+  bool yes_no(const std::string &question, bool fallback) {
     for (int tries = 0; tries < 3; ++tries) {
-      auto answer = text(question + (fallback ? " (YES/no)" : " (yes/NO)"), fallback ? "yes" : "no");
-      for (auto& c : answer) {
+      auto answer =
+          text(question + (fallback ? " (YES/no)" : " (yes/NO)"), fallback ? "yes" : "no");
+      for (auto &c : answer) {
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       }
       if (answer == "yes" || answer == "y") {
@@ -60,52 +61,52 @@ public:
     throw std::runtime_error("no valid answer to: " + question);
   }
 
-  std::string choice(const std::string& question, const std::vector<std::string>& options,
+  std::string choice(const std::string &question, const std::vector<std::string> &options,
                      size_t fallback) {
     out_ << question << "\n";
     for (size_t i = 0; i < options.size(); ++i) {
       out_ << "  [" << i << "] " << options[i] << "\n";
     }
-    const int index = number("Your choice", static_cast<int>(fallback), 0,
-                             static_cast<int>(options.size()) - 1);
+    const int index =
+        number("Your choice", static_cast<int>(fallback), 0, static_cast<int>(options.size()) - 1);
     return options[index];
   }
 
 private:
-  std::istream& in_;
-  std::ostream& out_;
+  std::istream &in_;
+  std::ostream &out_;
 };
 
 } // namespace
 
-int run_config_questions(const std::string& path, std::istream& in, std::ostream& out) {
+int run_config_questions(const std::string &path, std::istream &in, std::ostream &out) {
   Asker ask(in, out);
   LaunchConfig config;
   config.compute_environment = "LOCAL_MACHINE";
   const auto type = ask.choice("Which type of machine are you using?",
                                {"No distributed training", "multi-CPU", "multi-GPU"}, 1);
-  config.distributed_type = type == "multi-CPU" ? "MULTI_CPU" : type == "multi-GPU" ? "MULTI_GPU"
-                                                                                   : "NO";
+  config.distributed_type = type == "multi-CPU"   ? "MULTI_CPU"
+                            : type == "multi-GPU" ? "MULTI_GPU"
+                                                  : "NO";
   config.use_cpu = type != "multi-GPU";
   config.num_machines = 1;
   config.machine_rank = 0;
   if (type != "No distributed training") {
     config.num_machines = ask.number("How many different machines will you use?", 1, 1, 65536);
     if (*config.num_machines > 1) {
-      config.machine_rank = ask.number("What is the rank of this machine?", 0, 0,
-                                       *config.num_machines - 1);
-      config.main_process_ip =
-          ask.text("What is the IP address of the machine that will host the main process?",
-                   "127.0.0.1");
-      config.main_process_port =
-          ask.number("What is the port you will use to communicate with the main process?",
-                     29500, 1, 65535);
+      config.machine_rank =
+          ask.number("What is the rank of this machine?", 0, 0, *config.num_machines - 1);
+      config.main_process_ip = ask.text(
+          "What is the IP address of the machine that will host the main process?", "127.0.0.1");
+      config.main_process_port = ask.number(
+          "What is the port you will use to communicate with the main process?", 29500, 1, 65535);
       config.same_network = ask.yes_no("Are all the machines on the same local network?", true);
       config.rdzv_backend = "static";
     }
     const std::string unit = type == "multi-GPU" ? "GPU(s)" : "processes";
-    config.num_processes = ask.number("How many " + unit + " should be used in total, across "
-                                      "all machines?",
+    config.num_processes = ask.number("How many " + unit +
+                                          " should be used in total, across "
+                                          "all machines?",
                                       2 * *config.num_machines, 1, 65536);
     if (type == "multi-GPU") {
       config.gpu_ids = ask.text("What GPU(s) (by id) should be used for training on this "
@@ -118,14 +119,15 @@ int run_config_questions(const std::string& path, std::istream& in, std::ostream
   config.debug = ask.yes_no("Should distributed operations be checked while running for errors? "
                             "This can avoid timeout issues but will be slower.",
                             false);
-  const auto precision = ask.choice("Do you wish to use mixed precision?", {"no", "fp16", "bf16"}, 0);
+  const auto precision =
+      ask.choice("Do you wish to use mixed precision?", {"no", "fp16", "bf16"}, 0);
   config.mixed_precision = precision;
   write_file_atomically(path, config_to_yaml(config), /*overwrite=*/true);
   out << "accelerate configuration saved at " << path << "\n";
   return 0;
 }
 
-int run_config_default(const std::string& path, std::ostream& out) {
+int run_config_default(const std::string &path, std::ostream &out) {
   LaunchConfig config;
   config.compute_environment = "LOCAL_MACHINE";
   config.debug = false;

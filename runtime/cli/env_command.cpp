@@ -45,7 +45,7 @@ std::string memory_total() {
 
 } // namespace
 
-int run_env(const std::optional<std::string>& config_file, std::ostream& out) {
+int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
   utsname system{};
   uname(&system);
   const auto config_path = config_file.value_or(default_config_path());
@@ -60,9 +60,8 @@ int run_env(const std::optional<std::string>& config_file, std::ostream& out) {
       << "- CPU cores: " << std::thread::hardware_concurrency() << "\n"
       << "- Memory: " << memory_total() << "\n"
       << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
-  const auto config = effective_config(have_config ? std::optional<std::string>(config_path)
-                                                   : std::nullopt,
-                                       LaunchConfig{}, false);
+  const auto config = effective_config(
+      have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{}, false);
   out << "- Config in effect:\n";
   std::istringstream yaml(config_to_yaml(config));
   for (std::string line; std::getline(yaml, line);) {

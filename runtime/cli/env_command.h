@@ -7,6 +7,6 @@
 
 namespace accel::cli {
 
-int run_env(const std::optional<std::string>& config_file, std::ostream& out);
+int run_env(const std::optional<std::string> &config_file, std::ostream &out);
 
 } // namespace accel::cli

@@ -25,18 +25,18 @@ std::atomic<int> g_stop_signal{0};
 extern "C" void remember_signal(int signal) { g_stop_signal.store(signal); }
 
 // Names: Accelerate spells flags with underscores; hyphens are accepted too.
-std::string both_spellings(const std::string& name) {
+std::string both_spellings(const std::string &name) {
   std::string hyphen = name;
-  for (auto& c : hyphen) {
+  for (auto &c : hyphen) {
     c = c == '_' ? '-' : c;
   }
   return hyphen == name ? "--" + name : "--" + name + ",--" + hyphen;
 }
 
 /// PROGRAM as execve needs it: a path, looked up in PATH when it has no slash.
-std::string resolve_program(const std::string& program) {
+std::string resolve_program(const std::string &program) {
   namespace fs = std::filesystem;
-  auto runnable = [](const fs::path& path) {
+  auto runnable = [](const fs::path &path) {
     return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
   };
   if (program.find('/') != std::string::npos) {
@@ -46,7 +46,7 @@ std::string resolve_program(const std::string& program) {
     }
     return program;
   }
-  const char* path = std::getenv("PATH");
+  const char *path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
   for (size_t start = 0; start <= dirs.size();) {
     const size_t end = std::min(dirs.find(':', start), dirs.size());
@@ -61,32 +61,31 @@ std::string resolve_program(const std::string& program) {
 
 // Binds the rendezvous port for rank 0's store. On one machine a busy port is replaced by a
 // free one; across machines every launcher must agree on it, so a busy port is an error.
-int bind_store_socket(const std::string& address, int& port, bool single_machine) {
+int bind_store_socket(const std::string &address, int &port, bool single_machine) {
   try {
     return accelerate::detail::listen_on(address, port);
-  } catch (const std::runtime_error& error) {
+  } catch (const std::runtime_error &error) {
     if (!single_machine) {
-      throw std::runtime_error(std::string(error.what()) +
-                               " (choose another --main_process_port)");
+      throw std::runtime_error(std::string(error.what()) + " (choose another --main_process_port)");
     }
   }
   const int fd = accelerate::detail::listen_on(address, 0);
   sockaddr_storage bound{};
   socklen_t length = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &length);
   const int busy = port;
-  port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
-                                           : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(bound).sin6_port
+                                           : reinterpret_cast<sockaddr_in &>(bound).sin_port);
   std::cerr << "accel: port " << busy << " is busy; using port " << port << " instead\n";
   return fd;
 }
 
-std::string describe_failure(const accelerate::launch::WorkerExit& exit, int global_rank,
-                             const std::deque<std::string>& tail) {
+std::string describe_failure(const accelerate::launch::WorkerExit &exit, int global_rank,
+                             const std::deque<std::string> &tail) {
   auto copy = exit;
   copy.rank = global_rank;
   std::string text = "  " + copy.describe() + "\n";
-  for (const auto& line : tail) {
+  for (const auto &line : tail) {
     text += "    | " + line + "\n";
   }
   return text;
@@ -94,41 +93,48 @@ std::string describe_failure(const accelerate::launch::WorkerExit& exit, int glo
 
 } // namespace
 
-CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request) {
-  auto* launch = app.add_subcommand(
-      "launch", "Run PROGRAM [ARGS...] on several processes and machines");
-  auto& flags = request.flags;
+CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
+  auto *launch =
+      app.add_subcommand("launch", "Run PROGRAM [ARGS...] on several processes and machines");
+  auto &flags = request.flags;
   launch->add_option(both_spellings("config_file"), request.config_file,
                      "YAML config (default: Accelerate's default_config.yaml if it exists)");
-  launch->add_option(both_spellings("num_processes"), flags.num_processes,
-                     "Processes in total, across machines")
+  launch
+      ->add_option(both_spellings("num_processes"), flags.num_processes,
+                   "Processes in total, across machines")
       ->check(CLI::PositiveNumber);
-  launch->add_option(both_spellings("num_machines"), flags.num_machines)->check(CLI::PositiveNumber);
-  launch->add_option(both_spellings("machine_rank"), flags.machine_rank)->check(CLI::NonNegativeNumber);
+  launch->add_option(both_spellings("num_machines"), flags.num_machines)
+      ->check(CLI::PositiveNumber);
+  launch->add_option(both_spellings("machine_rank"), flags.machine_rank)
+      ->check(CLI::NonNegativeNumber);
   launch->add_option(both_spellings("main_process_ip"), flags.main_process_ip);
   launch->add_option(both_spellings("main_process_port"), flags.main_process_port)
       ->check(CLI::Range(1, 65535));
   launch->add_option(both_spellings("mixed_precision"), flags.mixed_precision)
       ->check(CLI::IsMember({"no", "fp16", "bf16"}));
-  launch->add_option(both_spellings("gradient_accumulation_steps"),
-                     flags.gradient_accumulation_steps)
+  launch
+      ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
       ->check(CLI::PositiveNumber);
   launch->add_flag("--cpu", request.cpu, "Train on the CPU even where CUDA is available");
   launch->add_option(both_spellings("gpu_ids"), flags.gpu_ids, "'all' or a list such as 0,1");
-  launch->add_option(both_spellings("num_cpu_threads_per_process"),
-                     flags.num_cpu_threads_per_process)
+  launch
+      ->add_option(both_spellings("num_cpu_threads_per_process"), flags.num_cpu_threads_per_process)
       ->check(CLI::PositiveNumber);
-  launch->add_option(both_spellings("max_restarts"), request.max_restarts,
-                     "Restart the whole job up to this many times after a failure")
+  launch
+      ->add_option(both_spellings("max_restarts"), request.max_restarts,
+                   "Restart the whole job up to this many times after a failure")
       ->check(CLI::NonNegativeNumber);
-  launch->add_option(both_spellings("monitor_interval"), request.monitor_interval,
-                     "Seconds between checks on the workers")
+  launch
+      ->add_option(both_spellings("monitor_interval"), request.monitor_interval,
+                   "Seconds between checks on the workers")
       ->check(CLI::PositiveNumber);
-  launch->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
-                     "Seconds the processes may take to meet, and collectives to finish")
+  launch
+      ->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
+                   "Seconds the processes may take to meet, and collectives to finish")
       ->check(CLI::PositiveNumber);
-  launch->add_option("--tee", request.tee,
-                     "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")
+  launch
+      ->add_option("--tee", request.tee,
+                   "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")
       ->check(CLI::Range(0, 3));
   launch->add_option(both_spellings("log_dir"), request.log_dir, "Write one log per rank here");
   launch->add_flag(both_spellings("no_prefix"), request.no_prefix,
@@ -141,8 +147,8 @@ CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request) {
   return launch;
 }
 
-LaunchConfig effective_config(const std::optional<std::string>& config_file,
-                              const LaunchConfig& flags, bool cpu) {
+LaunchConfig effective_config(const std::optional<std::string> &config_file,
+                              const LaunchConfig &flags, bool cpu) {
   LaunchConfig config;
   std::vector<std::string> notes;
   if (config_file) {
@@ -150,7 +156,7 @@ LaunchConfig effective_config(const std::optional<std::string>& config_file,
   } else if (const auto path = default_config_path(); std::filesystem::exists(path)) {
     config = load_config_file(path, &notes);
   }
-  for (const auto& note : notes) {
+  for (const auto &note : notes) {
     std::cerr << "accel: note: " << note << "\n";
   }
   config.override_with(flags);
@@ -160,7 +166,7 @@ LaunchConfig effective_config(const std::optional<std::string>& config_file,
   return config;
 }
 
-int run_launch(const LaunchRequest& request) {
+int run_launch(const LaunchRequest &request) {
   if (request.command.empty()) {
     throw std::runtime_error("accel launch needs a PROGRAM to run (accel launch --help)");
   }
@@ -197,7 +203,7 @@ int run_launch(const LaunchRequest& request) {
   const int threads = config.num_cpu_threads_per_process.value_or(
       static_cast<int>(std::max(1u, cores / static_cast<unsigned>(per_machine))));
 
-  struct sigaction action {};
+  struct sigaction action{};
   action.sa_handler = remember_signal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
@@ -206,7 +212,7 @@ int run_launch(const LaunchRequest& request) {
   for (int attempt = 0; attempt <= request.max_restarts; ++attempt) {
     std::vector<accelerate::launch::WorkerSpec> specs(per_machine);
     for (int local = 0; local < per_machine; ++local) {
-      auto& spec = specs[local];
+      auto &spec = specs[local];
       const int rank = first_rank + local;
       spec.argv = argv;
       spec.capture_output = true;
@@ -247,9 +253,9 @@ int run_launch(const LaunchRequest& request) {
           specs, [&output](int local, int stream, std::string_view chunk) {
             output.add(local, stream, chunk);
           });
-      exits = group.wait(std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal,
-                         std::chrono::milliseconds(
-                             static_cast<int64_t>(request.monitor_interval * 1000.0)));
+      exits = group.wait(
+          std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal,
+          std::chrono::milliseconds(static_cast<int64_t>(request.monitor_interval * 1000.0)));
     }
     output.flush();
 
@@ -259,7 +265,7 @@ int run_launch(const LaunchRequest& request) {
       break;
     }
     std::string summary;
-    for (const auto& exit : exits) {
+    for (const auto &exit : exits) {
       if (!exit.succeeded() && !exit.stopped_by_group) {
         summary += describe_failure(exit, first_rank + exit.rank, output.stderr_tail(exit.rank));
       }

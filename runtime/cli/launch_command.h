@@ -15,27 +15,27 @@ namespace accel::cli {
 /// What `accel launch` was asked, before the config file fills the gaps.
 struct LaunchRequest {
   std::optional<std::string> config_file;
-  LaunchConfig flags;                   ///< settings given as flags
+  LaunchConfig flags; ///< settings given as flags
   bool cpu = false;
   int max_restarts = 0;
-  double monitor_interval = 0.1;        ///< seconds between checks on the workers
-  double rdzv_timeout = 900;            ///< seconds the rendezvous may take (ACCELERATE_TIMEOUT)
+  double monitor_interval = 0.1; ///< seconds between checks on the workers
+  double rdzv_timeout = 900;     ///< seconds the rendezvous may take (ACCELERATE_TIMEOUT)
   int tee = 3;
   std::string log_dir;
   bool no_prefix = false;
   int only_rank = -1;
-  std::vector<std::string> command;     ///< PROGRAM ARGS...
+  std::vector<std::string> command; ///< PROGRAM ARGS...
 };
 
 /// Adds the `launch` subcommand's options, storing into `request`.
-CLI::App* add_launch_command(CLI::App& app, LaunchRequest& request);
+CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request);
 
 /// The settings in effect: flags over the config file (--config_file, or the default file if
 /// it exists) over defaults. Prints notes about ignored keys to stderr.
-LaunchConfig effective_config(const std::optional<std::string>& config_file,
-                              const LaunchConfig& flags, bool cpu);
+LaunchConfig effective_config(const std::optional<std::string> &config_file,
+                              const LaunchConfig &flags, bool cpu);
 
 /// Runs the job; returns the launcher's exit code (0 when every worker succeeded).
-int run_launch(const LaunchRequest& request);
+int run_launch(const LaunchRequest &request);
 
 } // namespace accel::cli

@@ -17,23 +17,42 @@ namespace {
 
 // Keys Python Accelerate writes that do not apply to a C++ program.
 const std::set<std::string> kPythonOnlyKeys = {
-    "deepspeed_config", "fsdp_config",      "megatron_lm_config", "dynamo_config",
-    "ipex_config",      "mpirun_config",    "tpu_env",            "tpu_use_cluster",
-    "tpu_use_sudo",     "tpu_name",         "tpu_zone",           "commands",
-    "command_file",     "main_training_function", "downcast_bf16", "enable_cpu_affinity",
-    "use_mps_device",   "parallelism_config", "fp8_config",       "tpu_vm",
-    "dynamo_backend",   "megatron_lm",      "fsdp",               "deepspeed",
-    "mpirun_hostfile",  "ipex",
+    "deepspeed_config",
+    "fsdp_config",
+    "megatron_lm_config",
+    "dynamo_config",
+    "ipex_config",
+    "mpirun_config",
+    "tpu_env",
+    "tpu_use_cluster",
+    "tpu_use_sudo",
+    "tpu_name",
+    "tpu_zone",
+    "commands",
+    "command_file",
+    "main_training_function",
+    "downcast_bf16",
+    "enable_cpu_affinity",
+    "use_mps_device",
+    "parallelism_config",
+    "fp8_config",
+    "tpu_vm",
+    "dynamo_backend",
+    "megatron_lm",
+    "fsdp",
+    "deepspeed",
+    "mpirun_hostfile",
+    "ipex",
 };
 
-std::string where(const std::string& path, const YAML::Node& node, const std::string& key) {
+std::string where(const std::string &path, const YAML::Node &node, const std::string &key) {
   const auto mark = node.Mark();
   return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
          ": key '" + key + "': ";
 }
 
 // A Python-only key with its default value says nothing worth a note.
-bool is_default_value(const YAML::Node& value) {
+bool is_default_value(const YAML::Node &value) {
   if (!value || value.IsNull()) {
     return true;
   }
@@ -46,20 +65,20 @@ bool is_default_value(const YAML::Node& value) {
 }
 
 template <typename T>
-T scalar(const std::string& path, const YAML::Node& value, const std::string& key,
-         const char* expected) {
+T scalar(const std::string &path, const YAML::Node &value, const std::string &key,
+         const char *expected) {
   if (!value.IsScalar()) {
     throw std::runtime_error(where(path, value, key) + "expected " + expected);
   }
   try {
     return value.as<T>();
-  } catch (const YAML::Exception&) {
+  } catch (const YAML::Exception &) {
     throw std::runtime_error(where(path, value, key) + "expected " + expected + ", got '" +
                              value.Scalar() + "'");
   }
 }
 
-int bounded_int(const std::string& path, const YAML::Node& value, const std::string& key,
+int bounded_int(const std::string &path, const YAML::Node &value, const std::string &key,
                 int lowest, int highest) {
   const int number = scalar<int>(path, value, key, "an integer");
   if (number < lowest || number > highest) {
@@ -70,16 +89,16 @@ int bounded_int(const std::string& path, const YAML::Node& value, const std::str
   return number;
 }
 
-std::string one_of(const std::string& path, const YAML::Node& value, const std::string& key,
-                   const std::vector<std::string>& allowed) {
+std::string one_of(const std::string &path, const YAML::Node &value, const std::string &key,
+                   const std::vector<std::string> &allowed) {
   auto text = scalar<std::string>(path, value, key, "a string");
-  for (const auto& candidate : allowed) {
+  for (const auto &candidate : allowed) {
     if (text == candidate) {
       return text;
     }
   }
   std::string list;
-  for (const auto& candidate : allowed) {
+  for (const auto &candidate : allowed) {
     list += (list.empty() ? "" : ", ") + candidate;
   }
   throw std::runtime_error(where(path, value, key) + "'" + text + "' is not one of " + list);
@@ -87,8 +106,8 @@ std::string one_of(const std::string& path, const YAML::Node& value, const std::
 
 } // namespace
 
-void LaunchConfig::override_with(const LaunchConfig& over) {
-  auto take = [](auto& mine, const auto& theirs) {
+void LaunchConfig::override_with(const LaunchConfig &over) {
+  auto take = [](auto &mine, const auto &theirs) {
     if (theirs) {
       mine = theirs;
     }
@@ -113,24 +132,24 @@ void LaunchConfig::override_with(const LaunchConfig& over) {
 std::string default_config_path() {
   namespace fs = std::filesystem;
   fs::path cache;
-  if (const char* hf_home = std::getenv("HF_HOME"); hf_home && *hf_home) {
+  if (const char *hf_home = std::getenv("HF_HOME"); hf_home && *hf_home) {
     cache = hf_home;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+  } else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     cache = fs::path(xdg) / "huggingface";
   } else {
-    const char* home = std::getenv("HOME");
+    const char *home = std::getenv("HOME");
     cache = fs::path(home && *home ? home : ".") / ".cache" / "huggingface";
   }
   return (cache / "accelerate" / "default_config.yaml").string();
 }
 
-LaunchConfig load_config_file(const std::string& path, std::vector<std::string>* notes) {
+LaunchConfig load_config_file(const std::string &path, std::vector<std::string> *notes) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
+  } catch (const YAML::BadFile &) {
     throw std::runtime_error(path + ": cannot read the config file");
-  } catch (const YAML::ParserException& error) {
+  } catch (const YAML::ParserException &error) {
     throw std::runtime_error(path + ":" + std::to_string(error.mark.line + 1) + ":" +
                              std::to_string(error.mark.column + 1) + ": " + error.msg);
   }
@@ -141,9 +160,9 @@ LaunchConfig load_config_file(const std::string& path, std::vector<std::string>*
   if (!root.IsMap()) {
     throw std::runtime_error(path + ": the config file must be a mapping of keys to values");
   }
-  for (const auto& entry : root) {
+  for (const auto &entry : root) {
     const auto key = entry.first.as<std::string>();
-    const auto& value = entry.second;
+    const auto &value = entry.second;
     if (kPythonOnlyKeys.count(key)) {
       if (notes && !is_default_value(value)) {
         notes->push_back("ignoring '" + key + "' from " + path +
@@ -188,19 +207,17 @@ LaunchConfig load_config_file(const std::string& path, std::vector<std::string>*
       throw std::runtime_error(where(path, entry.first, key) + "unknown key");
     }
   }
-  if (config.machine_rank && config.num_machines &&
-      *config.machine_rank >= *config.num_machines) {
+  if (config.machine_rank && config.num_machines && *config.machine_rank >= *config.num_machines) {
     throw std::runtime_error(path + ": machine_rank " + std::to_string(*config.machine_rank) +
-                             " is not below num_machines " +
-                             std::to_string(*config.num_machines));
+                             " is not below num_machines " + std::to_string(*config.num_machines));
   }
   return config;
 }
 
-std::string config_to_yaml(const LaunchConfig& config) {
+std::string config_to_yaml(const LaunchConfig &config) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  auto put = [&out](const char* key, const auto& value) {
+  auto put = [&out](const char *key, const auto &value) {
     if (value) {
       out << YAML::Key << key << YAML::Value << *value;
     }
@@ -224,7 +241,7 @@ std::string config_to_yaml(const LaunchConfig& config) {
   return std::string(out.c_str()) + "\n";
 }
 
-void write_file_atomically(const std::string& path, const std::string& text, bool overwrite) {
+void write_file_atomically(const std::string &path, const std::string &text, bool overwrite) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   if (!overwrite && fs::exists(target)) {

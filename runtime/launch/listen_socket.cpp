@@ -12,25 +12,25 @@
 
 namespace accelerate::detail {
 
-bool is_loopback(const std::string& host) {
+bool is_loopback(const std::string &host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-int listen_on(const std::string& host, int port) {
+int listen_on(const std::string &host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
+  addrinfo *found = nullptr;
   const std::string service = std::to_string(port);
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
     throw std::runtime_error("accelerate: cannot resolve the main process address '" + host +
                              "': " + gai_strerror(rc));
   }
   std::string last_error = "no address";
-  for (addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
-    int fd = socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC,
-                    candidate->ai_protocol);
+  for (addrinfo *candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
+    int fd =
+        socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
     if (fd < 0) {
       last_error = std::strerror(errno);
       continue;
@@ -49,11 +49,11 @@ int listen_on(const std::string& host, int port) {
                            " for the rendezvous: " + last_error);
 }
 
-int inherited_listen_socket(const std::string& descriptor) {
+int inherited_listen_socket(const std::string &descriptor) {
   int fd = -1;
   try {
     fd = std::stoi(descriptor);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
   }
   int listening = 0;
   socklen_t length = sizeof(listening);

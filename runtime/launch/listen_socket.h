@@ -8,13 +8,13 @@ namespace accelerate::detail {
 
 /// Binds and listens on host:port (a numeric address or a name); returns the socket. Throws
 /// std::runtime_error naming the address when it is busy or cannot be bound.
-int listen_on(const std::string& host, int port);
+int listen_on(const std::string &host, int port);
 
 /// The listening socket a launcher passed down as a descriptor number (decimal text); throws
 /// std::runtime_error when it is not an open listening socket.
-int inherited_listen_socket(const std::string& descriptor);
+int inherited_listen_socket(const std::string &descriptor);
 
 /// True for 127.0.0.0/8, ::1 and "localhost".
-bool is_loopback(const std::string& host);
+bool is_loopback(const std::string &host);
 
 } // namespace accelerate::detail

@@ -16,33 +16,33 @@
 #include <stdexcept>
 #include <thread>
 
-extern char** environ;
+extern char **environ;
 
 namespace accelerate::launch {
 namespace {
 
-std::vector<std::string> merged_environment(const std::map<std::string, std::string>& extra) {
+std::vector<std::string> merged_environment(const std::map<std::string, std::string> &extra) {
   std::map<std::string, std::string> all;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
+  for (char **entry = environ; *entry != nullptr; ++entry) {
     const std::string text(*entry);
     const auto eq = text.find('=');
     if (eq != std::string::npos) {
       all[text.substr(0, eq)] = text.substr(eq + 1);
     }
   }
-  for (const auto& [name, value] : extra) {
+  for (const auto &[name, value] : extra) {
     all[name] = value;
   }
   std::vector<std::string> result;
-  for (const auto& [name, value] : all) {
+  for (const auto &[name, value] : all) {
     result.push_back(name + "=" + value);
   }
   return result;
 }
 
-std::vector<char*> pointers_to(std::vector<std::string>& strings) {
-  std::vector<char*> result;
-  for (auto& text : strings) {
+std::vector<char *> pointers_to(std::vector<std::string> &strings) {
+  std::vector<char *> result;
+  for (auto &text : strings) {
     result.push_back(text.data());
   }
   result.push_back(nullptr);
@@ -55,14 +55,14 @@ struct StartedWorker {
   int stderr_fd = -1;
 };
 
-void close_if_open(int& fd) {
+void close_if_open(int &fd) {
   if (fd >= 0) {
     close(fd);
     fd = -1;
   }
 }
 
-StartedWorker start_worker(const WorkerSpec& spec) {
+StartedWorker start_worker(const WorkerSpec &spec) {
   if (spec.argv.empty() && !spec.function) {
     throw std::runtime_error("accelerate: a worker needs a program or a function to run");
   }
@@ -134,7 +134,7 @@ StartedWorker start_worker(const WorkerSpec& spec) {
     pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
     if (spec.function) {
       // A forked copy of the caller: not async-signal-safe territory any more, by design.
-      for (const auto& [name, value] : spec.env) {
+      for (const auto &[name, value] : spec.env) {
         setenv(name.c_str(), value.c_str(), 1);
       }
       int code = 1;
@@ -175,10 +175,10 @@ std::string WorkerExit::describe() const {
   return text;
 }
 
-WorkerGroup::WorkerGroup(const std::vector<WorkerSpec>& specs, OutputHandler on_output)
+WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output)
     : on_output_(std::move(on_output)) {
   try {
-    for (const auto& spec : specs) {
+    for (const auto &spec : specs) {
       const auto started = start_worker(spec);
       pids_.push_back(started.pid);
       stdout_fds_.push_back(started.stdout_fd);
@@ -232,7 +232,7 @@ void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
       continue;
     }
     const auto [rank, stream] = owners[k];
-    int& fd = stream == 1 ? stdout_fds_[rank] : stderr_fds_[rank];
+    int &fd = stream == 1 ? stdout_fds_[rank] : stderr_fds_[rank];
     const ssize_t n = read(fd, buffer, sizeof(buffer));
     if (n > 0) {
       if (on_output_) {
@@ -254,7 +254,7 @@ void WorkerGroup::signal_all(int signal) {
 
 std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
                                           std::chrono::milliseconds grace,
-                                          const std::atomic<int>* stop_signal,
+                                          const std::atomic<int> *stop_signal,
                                           std::chrono::milliseconds monitor_interval) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -333,8 +333,8 @@ int free_loopback_port() {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = 0;
   socklen_t length = sizeof(address);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0) {
     const std::string error = std::strerror(errno);
     if (fd >= 0) {
       close(fd);
@@ -347,7 +347,7 @@ int free_loopback_port() {
 
 std::map<std::string, std::string> rank_environment(int rank, int world_size, int local_rank,
                                                     int local_world_size,
-                                                    const std::string& master_addr,
+                                                    const std::string &master_addr,
                                                     int master_port) {
   return {{"RANK", std::to_string(rank)},
           {"WORLD_SIZE", std::to_string(world_size)},

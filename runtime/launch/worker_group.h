@@ -15,14 +15,14 @@
 namespace accelerate::launch {
 
 struct WorkerSpec {
-  std::vector<std::string> argv;             ///< argv[0] is the program path; no shell.
+  std::vector<std::string> argv; ///< argv[0] is the program path; no shell.
   /// Instead of argv: run this in the forked child and exit with its result (in-process
   /// launching; the child is a copy of this process, with `env` set).
   std::function<int()> function;
-  std::map<std::string, std::string> env;    ///< set on top of this process's environment
-  std::string output_path;                   ///< stdout+stderr go here when not empty
-  bool capture_output = false;               ///< stdout+stderr go to the group's OutputHandler
-  std::vector<int> inherit_fds;              ///< descriptors the worker keeps open across exec
+  std::map<std::string, std::string> env; ///< set on top of this process's environment
+  std::string output_path;                ///< stdout+stderr go here when not empty
+  bool capture_output = false;            ///< stdout+stderr go to the group's OutputHandler
+  std::vector<int> inherit_fds;           ///< descriptors the worker keeps open across exec
 };
 
 /// Receives a worker's output as it arrives: `stream` is 1 (stdout) or 2 (stderr); chunks are
@@ -31,9 +31,9 @@ using OutputHandler = std::function<void(int rank, int stream, std::string_view 
 
 struct WorkerExit {
   int rank = 0;
-  int exit_code = 0;       ///< valid when signal == 0
-  int signal = 0;          ///< the signal that ended it, or 0
-  bool stopped_by_group = false;  ///< ended because another worker failed or the deadline passed
+  int exit_code = 0;             ///< valid when signal == 0
+  int signal = 0;                ///< the signal that ended it, or 0
+  bool stopped_by_group = false; ///< ended because another worker failed or the deadline passed
 
   bool succeeded() const { return signal == 0 && exit_code == 0; }
   std::string describe() const;
@@ -44,22 +44,22 @@ public:
   /// Starts one process per spec; rank i is specs[i]. Each worker runs in its own process group
   /// and receives SIGKILL if this process dies. Throws std::runtime_error when a fork or exec
   /// fails (an exec failure is reported as exit code 127 by wait()).
-  explicit WorkerGroup(const std::vector<WorkerSpec>& specs, OutputHandler on_output = {});
+  explicit WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output = {});
   /// Kills and reaps any worker still running.
   ~WorkerGroup();
-  WorkerGroup(const WorkerGroup&) = delete;
-  WorkerGroup& operator=(const WorkerGroup&) = delete;
+  WorkerGroup(const WorkerGroup &) = delete;
+  WorkerGroup &operator=(const WorkerGroup &) = delete;
 
   /// Waits for every worker, passing captured output on as it comes. When one fails, the
   /// `deadline` passes, or `stop_signal` becomes non-zero (the launcher got SIGINT/SIGTERM), the
   /// others get that signal (SIGTERM by default) and, after `grace`, SIGKILL. Returns one entry
   /// per rank. Exits are checked every `monitor_interval`, and at once when output arrives or
   /// a worker's output closes.
-  std::vector<WorkerExit> wait(std::chrono::milliseconds deadline,
-                               std::chrono::milliseconds grace = std::chrono::seconds(5),
-                               const std::atomic<int>* stop_signal = nullptr,
-                               std::chrono::milliseconds monitor_interval =
-                                   std::chrono::milliseconds(5));
+  std::vector<WorkerExit>
+  wait(std::chrono::milliseconds deadline,
+       std::chrono::milliseconds grace = std::chrono::seconds(5),
+       const std::atomic<int> *stop_signal = nullptr,
+       std::chrono::milliseconds monitor_interval = std::chrono::milliseconds(5));
 
   /// Sends `signal` to every running worker's process group.
   void signal_all(int signal);
@@ -81,7 +81,7 @@ int free_loopback_port();
 /// The variables `accel launch` and torchrun give each worker.
 std::map<std::string, std::string> rank_environment(int rank, int world_size, int local_rank,
                                                     int local_world_size,
-                                                    const std::string& master_addr,
+                                                    const std::string &master_addr,
                                                     int master_port);
 
 } // namespace accelerate::launch

@@ -24,7 +24,7 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
 }
 
 void WorkerOutput::add(int local, int stream, std::string_view chunk) {
-  auto& pending = pending_[stream == 2 ? 1 : 0][local];
+  auto &pending = pending_[stream == 2 ? 1 : 0][local];
   pending.append(chunk);
   size_t start = 0;
   for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
@@ -36,7 +36,7 @@ void WorkerOutput::add(int local, int stream, std::string_view chunk) {
 
 void WorkerOutput::flush() {
   for (int stream : {1, 2}) {
-    auto& pending = pending_[stream - 1];
+    auto &pending = pending_[stream - 1];
     for (size_t local = 0; local < pending.size(); ++local) {
       if (!pending[local].empty()) {
         emit(static_cast<int>(local), stream, pending[local]);
@@ -44,15 +44,15 @@ void WorkerOutput::flush() {
       }
     }
   }
-  for (auto& log : logs_) {
+  for (auto &log : logs_) {
     log->flush();
   }
 }
 
-void WorkerOutput::emit(int local, int stream, const std::string& line) {
+void WorkerOutput::emit(int local, int stream, const std::string &line) {
   const int rank = options_.first_rank + local;
   if (stream == 2) {
-    auto& tail = tails_[local];
+    auto &tail = tails_[local];
     tail.push_back(line);
     if (tail.size() > options_.tail_lines) {
       tail.pop_front();

@@ -21,15 +21,15 @@
 namespace accelerate {
 namespace {
 
-std::optional<std::string> environment(const char* name) {
-  const char* value = std::getenv(name);
+std::optional<std::string> environment(const char *name) {
+  const char *value = std::getenv(name);
   if (value == nullptr || *value == '\0') {
     return std::nullopt;
   }
   return std::string(value);
 }
 
-bool truthy(const std::string& text) {
+bool truthy(const std::string &text) {
   return text == "1" || text == "true" || text == "True" || text == "TRUE" || text == "yes";
 }
 
@@ -44,9 +44,9 @@ Options resolve(Options options) {
   if (!options.timeout) {
     if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
       try {
-        options.timeout = std::chrono::milliseconds(
-            static_cast<int64_t>(std::stod(*seconds) * 1000.0));
-      } catch (const std::exception&) {
+        options.timeout =
+            std::chrono::milliseconds(static_cast<int64_t>(std::stod(*seconds) * 1000.0));
+      } catch (const std::exception &) {
         throw std::invalid_argument("accelerate: ACCELERATE_TIMEOUT='" + *seconds +
                                     "' is not a number of seconds");
       }
@@ -57,7 +57,7 @@ Options resolve(Options options) {
   return options;
 }
 
-torch::Device choose_device(const ProcessInfo& info, const Options& options) {
+torch::Device choose_device(const ProcessInfo &info, const Options &options) {
   if (*options.cpu || !torch::cuda::is_available()) {
     return torch::kCPU;
   }
@@ -68,7 +68,7 @@ torch::Device choose_device(const ProcessInfo& info, const Options& options) {
 // Makes `device` this process's current CUDA device, so that work the user or LibTorch puts on
 // plain `torch::kCUDA`, and NCCL's communicators, land on the GPU of this process's local rank
 // rather than all on GPU 0.
-void use_cuda_device(const torch::Device& device) {
+void use_cuda_device(const torch::Device &device) {
 #ifdef ACCEL_WITH_CUDA
   c10::cuda::set_device(device.index());
 #else
@@ -80,9 +80,8 @@ void use_cuda_device(const torch::Device& device) {
 
 // One process group per process, shared by every Accelerator alive in it (a program may create
 // more than one, as Python Accelerate's shared state allows).
-std::shared_ptr<detail::ProcessGroup> shared_group(const ProcessInfo& info,
-                                                   const torch::Device& device,
-                                                   const Options& options) {
+std::shared_ptr<detail::ProcessGroup>
+shared_group(const ProcessInfo &info, const torch::Device &device, const Options &options) {
   static std::mutex mutex;
   static std::weak_ptr<detail::ProcessGroup> current;
   std::lock_guard<std::mutex> lock(mutex);
@@ -98,15 +97,15 @@ std::shared_ptr<detail::ProcessGroup> shared_group(const ProcessInfo& info,
 }
 
 // Process 0's values of `tensors`, on every process: one broadcast per dtype.
-void broadcast_from_main(detail::ProcessGroup& group, std::vector<torch::Tensor> tensors) {
+void broadcast_from_main(detail::ProcessGroup &group, std::vector<torch::Tensor> tensors) {
   std::map<std::pair<c10::ScalarType, std::string>, std::vector<torch::Tensor>> by_kind;
-  for (auto& tensor : tensors) {
+  for (auto &tensor : tensors) {
     if (tensor.defined() && tensor.numel() > 0) {
       by_kind[{tensor.scalar_type(), tensor.device().str()}].push_back(tensor);
     }
   }
   torch::NoGradGuard no_grad;
-  for (auto& [kind, group_tensors] : by_kind) {
+  for (auto &[kind, group_tensors] : by_kind) {
     std::vector<at::Tensor> flat{torch::utils::flatten_dense_tensors(group_tensors)};
     c10d::BroadcastOptions options;
     options.rootRank = 0;
@@ -126,8 +125,8 @@ int detail::live_accelerators() { return g_live_accelerators.load(); }
 
 Accelerator::Accelerator() : Accelerator(Options{}) {}
 
-Accelerator::Accelerator(const Options& options) : runtime_(std::make_unique<detail::Runtime>()) {
-  auto& rt = *runtime_;
+Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<detail::Runtime>()) {
+  auto &rt = *runtime_;
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
@@ -144,7 +143,7 @@ Accelerator::Accelerator(const Options& options) : runtime_(std::make_unique<det
   rt.loader_context->even_batches = rt.options.even_batches;
   if (rt.group) {
     std::weak_ptr<detail::ProcessGroup> weak_group = rt.group;
-    rt.loader_context->broadcast_indices = [weak_group](std::vector<int64_t>& indices) {
+    rt.loader_context->broadcast_indices = [weak_group](std::vector<int64_t> &indices) {
       auto group = weak_group.lock();
       TORCH_CHECK(group, "accelerate: a prepared data loader outlived its Accelerator");
       // The length first, then the indices.
@@ -172,15 +171,15 @@ int Accelerator::process_index() const { return runtime_->info.rank; }
 int Accelerator::local_process_index() const { return runtime_->info.local_rank; }
 int Accelerator::num_processes() const { return runtime_->info.world_size; }
 
-void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module>& module) {
-  auto& rt = *runtime_;
+void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &module) {
+  auto &rt = *runtime_;
   module->to(rt.device);
   if (!rt.group) {
     return;
   }
   // Every process starts from process 0's parameters and buffers.
   std::vector<torch::Tensor> state = module->parameters();
-  for (const auto& buffer : module->buffers()) {
+  for (const auto &buffer : module->buffers()) {
     state.push_back(buffer);
   }
   broadcast_from_main(*rt.group, state);
@@ -191,11 +190,11 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module>& modul
   rt.gradient_syncs.push_back(detail::GradientSync::create(rt.group, module->parameters(), limits));
 }
 
-void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
+void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {
   runtime_->optimizers.push_back(&optimizer);
 }
 
-void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler &scheduler) {
   runtime_->schedulers.push_back(&scheduler);
 }
 
@@ -203,13 +202,13 @@ std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {
   return runtime_->loader_context;
 }
 
-void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
+void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradient,
                            std::optional<bool> retain_graph, bool create_graph) {
   loss.backward(gradient, retain_graph, create_graph);
   // Autograd already finalized the sync when backward ended; this covers a backward in which
   // no prepared parameter received a gradient (nothing to do then) and keeps the contract
   // explicit: when backward returns, gradients are averaged.
-  for (auto& sync : runtime_->gradient_syncs) {
+  for (auto &sync : runtime_->gradient_syncs) {
     sync->finalize();
   }
 }
@@ -220,14 +219,14 @@ void Accelerator::wait_for_everyone() {
   }
 }
 
-Accelerator::MainProcessFirst::MainProcessFirst(Accelerator& accelerator)
+Accelerator::MainProcessFirst::MainProcessFirst(Accelerator &accelerator)
     : accelerator_(&accelerator) {
   if (!accelerator_->is_main_process()) {
     accelerator_->wait_for_everyone(); // the others wait until the main process is done
   }
 }
 
-Accelerator::MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept
+Accelerator::MainProcessFirst::MainProcessFirst(MainProcessFirst &&other) noexcept
     : accelerator_(other.accelerator_) {
   other.accelerator_ = nullptr;
 }
@@ -238,16 +237,16 @@ Accelerator::MainProcessFirst::~MainProcessFirst() {
   }
 }
 
-std::string Accelerator::temporary_path_for(const std::string& path) {
+std::string Accelerator::temporary_path_for(const std::string &path) {
   return path + ".tmp-" + std::to_string(getpid());
 }
 
-void Accelerator::discard_temporary(const std::string& temporary) {
+void Accelerator::discard_temporary(const std::string &temporary) {
   std::error_code ignored;
   std::filesystem::remove(temporary, ignored);
 }
 
-void Accelerator::commit_temporary(const std::string& temporary, const std::string& path) {
+void Accelerator::commit_temporary(const std::string &temporary, const std::string &path) {
   // Data on disk before the rename makes it visible, so a crash leaves the old file or the new.
   const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -258,8 +257,8 @@ void Accelerator::commit_temporary(const std::string& temporary, const std::stri
   std::filesystem::rename(temporary, path, error);
   if (error) {
     discard_temporary(temporary);
-    throw std::runtime_error("accelerate: cannot move the saved file into place at " + path +
-                             ": " + error.message());
+    throw std::runtime_error("accelerate: cannot move the saved file into place at " + path + ": " +
+                             error.message());
   }
   const auto parent = std::filesystem::absolute(path).parent_path();
   const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

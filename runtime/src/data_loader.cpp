@@ -2,8 +2,8 @@
 
 namespace accelerate::detail {
 
-ShardPlan plan_shard(const std::vector<int64_t>& order, size_t batch_size, int rank,
-                     int world_size, bool even_batches, bool drop_last) {
+ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int rank, int world_size,
+                     bool even_batches, bool drop_last) {
   TORCH_CHECK(batch_size > 0, "accelerate: the batch size must be positive");
   ShardPlan plan;
   const size_t samples = order.size();

@@ -11,7 +11,7 @@
 namespace accelerate::detail {
 
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
-                                                   const std::vector<torch::Tensor>& parameters,
+                                                   const std::vector<torch::Tensor> &parameters,
                                                    Limits limits) {
   std::shared_ptr<GradientSync> sync(new GradientSync(std::move(group), limits));
   sync->assign_buckets(parameters);
@@ -22,13 +22,13 @@ std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup>
 GradientSync::GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits)
     : group_(std::move(group)), limits_(limits) {}
 
-void GradientSync::assign_buckets(const std::vector<torch::Tensor>& parameters) {
+void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) {
   // Gradients arrive roughly in reverse registration order (the last layer's first), so
   // buckets are filled in that order; a bucket holds one dtype on one device.
   std::map<std::pair<c10::ScalarType, std::string>, size_t> open_bucket;
   std::vector<size_t> bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
-    const auto& parameter = *it;
+    const auto &parameter = *it;
     if (!parameter.requires_grad()) {
       continue;
     }
@@ -62,7 +62,7 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor>& parameters) 
     // After the gradients, one flag per parameter: 1 where this process has a gradient for it.
     // Summed by the same all-reduce, it tells which parameters no process used, whose .grad is
     // then left as it is, as in a single process.
-    const auto& first = slots_[buckets_[b].slots.front()].parameter;
+    const auto &first = slots_[buckets_[b].slots.front()].parameter;
     const auto elements = static_cast<int64_t>(bucket_bytes[b] / first.element_size());
     buckets_[b].flags_offset = elements;
     buckets_[b].flat = torch::zeros({elements + static_cast<int64_t>(buckets_[b].slots.size())},
@@ -77,8 +77,8 @@ void GradientSync::install_hooks() {
     // The accumulator node's post hook runs once the gradient is accumulated into .grad.
     auto accumulator = torch::autograd::impl::grad_accumulator(slots_[i].parameter);
     accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [weak, i](const torch::autograd::variable_list& outputs,
-                  const torch::autograd::variable_list& /*inputs*/) {
+        [weak, i](const torch::autograd::variable_list &outputs,
+                  const torch::autograd::variable_list & /*inputs*/) {
           if (auto sync = weak.lock()) {
             sync->on_gradient_ready(i);
           }
@@ -110,10 +110,10 @@ void GradientSync::start_backward_locked() {
   });
 }
 
-void GradientSync::copy_into_bucket(Slot& slot) {
-  auto& bucket = buckets_[slot.bucket];
+void GradientSync::copy_into_bucket(Slot &slot) {
+  auto &bucket = buckets_[slot.bucket];
   auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
-  const auto& grad = slot.parameter.grad();
+  const auto &grad = slot.parameter.grad();
   if (grad.defined()) {
     view.copy_(grad.reshape({-1}));
   } else {
@@ -145,7 +145,7 @@ void GradientSync::launch_ready_buckets() {
   const double scale = 1.0 / group_->size();
   while (next_bucket_to_launch_ < buckets_.size() &&
          buckets_[next_bucket_to_launch_].pending == 0) {
-    auto& bucket = buckets_[next_bucket_to_launch_];
+    auto &bucket = buckets_[next_bucket_to_launch_];
     bucket.flat.mul_(scale); // average: pre-divided, as DDP does, to keep sums in range
     std::vector<at::Tensor> tensors{bucket.flat};
     bucket.work = group_->backend().allreduce(tensors);
@@ -160,7 +160,7 @@ void GradientSync::finalize() {
     return;
   }
   // Parameters autograd never reached in this step still take part, with what they have.
-  for (auto& slot : slots_) {
+  for (auto &slot : slots_) {
     if (!slot.ready) {
       copy_into_bucket(slot);
     }
@@ -169,22 +169,21 @@ void GradientSync::finalize() {
   in_backward_ = false;
   next_bucket_to_launch_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    auto& bucket = buckets_[b];
+    auto &bucket = buckets_[b];
     group_->wait(bucket.work, "gradient all-reduce of bucket " + std::to_string(b));
     bucket.work.reset();
     bucket.pending = bucket.slots.size();
-    const auto used_tensor = bucket.flat.narrow(0, bucket.flags_offset, bucket.slots.size())
-                                 .gt(0)
-                                 .to(torch::kCPU);
+    const auto used_tensor =
+        bucket.flat.narrow(0, bucket.flags_offset, bucket.slots.size()).gt(0).to(torch::kCPU);
     const auto used = used_tensor.accessor<bool, 1>();
     for (size_t index : bucket.slots) {
-      auto& slot = slots_[index];
+      auto &slot = slots_[index];
       slot.ready = false;
       if (!used[slot.position]) {
         continue;
       }
       auto averaged = bucket.flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
-      auto& grad = slot.parameter.mutable_grad();
+      auto &grad = slot.parameter.mutable_grad();
       if (grad.defined()) {
         grad.copy_(averaged);
       } else {

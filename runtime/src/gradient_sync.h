@@ -30,7 +30,7 @@ public:
 
   /// `parameters` in the model's registration order; those that need no gradient are skipped.
   static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
-                                              const std::vector<torch::Tensor>& parameters,
+                                              const std::vector<torch::Tensor> &parameters,
                                               Limits limits);
 
   /// When disabled (accumulation steps that do not sync) gradients stay local.
@@ -63,11 +63,11 @@ private:
   };
 
   GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits);
-  void assign_buckets(const std::vector<torch::Tensor>& parameters);
+  void assign_buckets(const std::vector<torch::Tensor> &parameters);
   void install_hooks();
   void on_gradient_ready(size_t slot);
   void launch_ready_buckets();
-  void copy_into_bucket(Slot& slot);
+  void copy_into_bucket(Slot &slot);
   void start_backward_locked();
 
   std::shared_ptr<ProcessGroup> group_;

@@ -24,7 +24,7 @@ void refuse_unsafe_fork() {
         "accelerate: notebook_launcher: an Accelerator already exists in this process; create "
         "it inside the launched function instead (each worker needs its own)");
   }
-  const auto& cuda = at::detail::getCUDAHooks();
+  const auto &cuda = at::detail::getCUDAHooks();
   for (c10::DeviceIndex device = 0; device < cuda.deviceCount(); ++device) {
     if (cuda.hasPrimaryContext(device)) {
       throw std::runtime_error(
@@ -35,14 +35,14 @@ void refuse_unsafe_fork() {
   }
 }
 
-std::string read_all(const fs::path& path) {
+std::string read_all(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-void write_all(const fs::path& path, const std::string& bytes) {
+void write_all(const fs::path &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
 }
@@ -58,8 +58,8 @@ fs::path make_exchange_dir() {
 
 } // namespace
 
-std::string run_in_forked_workers(int num_processes, const std::function<std::string()>& body,
-                                  const NotebookLauncherOptions& options) {
+std::string run_in_forked_workers(int num_processes, const std::function<std::string()> &body,
+                                  const NotebookLauncherOptions &options) {
   if (num_processes < 1) {
     throw std::invalid_argument("accelerate: notebook_launcher: num_processes must be at least 1");
   }
@@ -68,9 +68,9 @@ std::string run_in_forked_workers(int num_processes, const std::function<std::st
   const int port = launch::free_loopback_port();
   std::vector<launch::WorkerSpec> specs(num_processes);
   for (int rank = 0; rank < num_processes; ++rank) {
-    auto& spec = specs[rank];
-    spec.env = launch::rank_environment(rank, num_processes, rank, num_processes, "127.0.0.1",
-                                        port);
+    auto &spec = specs[rank];
+    spec.env =
+        launch::rank_environment(rank, num_processes, rank, num_processes, "127.0.0.1", port);
     spec.capture_output = true;
     spec.function = [&body, &exchange, rank]() -> int {
       try {
@@ -79,7 +79,7 @@ std::string run_in_forked_workers(int num_processes, const std::function<std::st
           write_all(exchange / "result", result);
         }
         return 0;
-      } catch (const std::exception& error) {
+      } catch (const std::exception &error) {
         write_all(exchange / ("error-" + std::to_string(rank)), error.what());
       } catch (...) {
         write_all(exchange / ("error-" + std::to_string(rank)), "an exception of unknown type");
@@ -101,7 +101,7 @@ std::string run_in_forked_workers(int num_processes, const std::function<std::st
   output.flush();
 
   std::string failure;
-  for (const auto& exit : exits) {
+  for (const auto &exit : exits) {
     if (exit.succeeded() || exit.stopped_by_group) {
       continue;
     }

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kMaxDims = 16;
 
-std::string shape_text(const at::Tensor& encoded) {
+std::string shape_text(const at::Tensor &encoded) {
   std::ostringstream text;
   text << "[";
   const int64_t dims = encoded[0].item<int64_t>();
@@ -24,8 +24,8 @@ std::string shape_text(const at::Tensor& encoded) {
 }
 
 // Every process's shape, as rows of [ndim, size0, size1, ...].
-at::Tensor all_shapes(detail::ProcessGroup& group, const torch::Tensor& tensor,
-                      const std::string& what) {
+at::Tensor all_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
+                      const std::string &what) {
   TORCH_CHECK(tensor.dim() <= kMaxDims, "accelerate: ", what, " supports at most ", kMaxDims,
               " dimensions");
   auto mine = torch::zeros({1 + kMaxDims}, torch::kInt64);
@@ -42,8 +42,8 @@ at::Tensor all_shapes(detail::ProcessGroup& group, const torch::Tensor& tensor,
   return torch::stack(outputs[0]);
 }
 
-void require_same_shapes(detail::ProcessGroup& group, const torch::Tensor& tensor,
-                         const std::string& what, bool ignore_dim = false, int64_t dim = 0) {
+void require_same_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
+                         const std::string &what, bool ignore_dim = false, int64_t dim = 0) {
   auto shapes = all_shapes(group, tensor, what);
   if (ignore_dim) {
     shapes.select(1, 1 + dim).zero_();
@@ -63,7 +63,7 @@ void require_same_shapes(detail::ProcessGroup& group, const torch::Tensor& tenso
   }
 }
 
-c10d::ReduceOp reduce_op(const std::string& op) {
+c10d::ReduceOp reduce_op(const std::string &op) {
   if (op == "sum" || op == "mean") {
     return c10d::ReduceOp::SUM;
   }
@@ -73,15 +73,15 @@ c10d::ReduceOp reduce_op(const std::string& op) {
   if (op == "min") {
     return c10d::ReduceOp::MIN;
   }
-  throw std::invalid_argument("accelerate: reduce takes \"sum\", \"mean\", \"max\" or \"min\", not \"" +
-                              op + "\"");
+  throw std::invalid_argument(
+      "accelerate: reduce takes \"sum\", \"mean\", \"max\" or \"min\", not \"" + op + "\"");
 }
 
 } // namespace
 
-torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
+torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
   auto input = tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
-  auto* group = runtime_->group.get();
+  auto *group = runtime_->group.get();
   if (group == nullptr) {
     return input.clone();
   }
@@ -96,22 +96,21 @@ torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
   return torch::cat(outputs[0], 0);
 }
 
-torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
+torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor &tensor) {
   auto gathered = gather(tensor);
-  const auto& context = *runtime_->loader_context;
+  const auto &context = *runtime_->loader_context;
   // On the last batch of an evenly sharded epoch, only the first `remainder` rows are real
   // samples; the rest repeat the start of the epoch.
-  if (context.end_of_dataloader && context.remainder > 0 &&
-      context.remainder < gathered.size(0)) {
+  if (context.end_of_dataloader && context.remainder > 0 && context.remainder < gathered.size(0)) {
     return gathered.narrow(0, 0, context.remainder);
   }
   return gathered;
 }
 
-torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, const std::string& op) {
+torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string &op) {
   const auto which = reduce_op(op);
   auto result = tensor.clone();
-  auto* group = runtime_->group.get();
+  auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "reduce");
     std::vector<at::Tensor> tensors{result};
@@ -126,11 +125,11 @@ torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, const std::string
   return result;
 }
 
-torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int src) {
+torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
   TORCH_CHECK(src >= 0 && src < num_processes(), "accelerate: broadcast from rank ", src,
               " but there are ", num_processes(), " processes");
   auto result = tensor.clone().contiguous();
-  auto* group = runtime_->group.get();
+  auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "broadcast");
     std::vector<at::Tensor> tensors{result};
@@ -141,17 +140,17 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int src) {
   return result;
 }
 
-torch::Tensor Accelerator::pad_across_processes(const torch::Tensor& tensor, int64_t dim,
+torch::Tensor Accelerator::pad_across_processes(const torch::Tensor &tensor, int64_t dim,
                                                 double pad_index, bool pad_first) {
-  auto* group = runtime_->group.get();
+  auto *group = runtime_->group.get();
   if (group == nullptr || tensor.dim() == 0) {
     return tensor;
   }
   if (dim < 0) {
     dim += tensor.dim();
   }
-  TORCH_CHECK(dim >= 0 && dim < tensor.dim(), "accelerate: pad_across_processes: dimension ",
-              dim, " out of range for a tensor of ", tensor.dim(), " dimensions");
+  TORCH_CHECK(dim >= 0 && dim < tensor.dim(), "accelerate: pad_across_processes: dimension ", dim,
+              " out of range for a tensor of ", tensor.dim(), " dimensions");
   require_same_shapes(*group, tensor, "pad_across_processes", /*ignore_dim=*/true, dim);
   const auto shapes = all_shapes(*group, tensor, "pad_across_processes");
   const int64_t largest = shapes.select(1, 1 + dim).max().item<int64_t>();

@@ -18,7 +18,7 @@
 namespace accelerate::detail {
 namespace {
 
-std::string address_of(const ProcessInfo& info) {
+std::string address_of(const ProcessInfo &info) {
   return info.master_addr + ":" + std::to_string(info.master_port);
 }
 
@@ -28,7 +28,7 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
   return text;
 }
 
-c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo& info,
+c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo &info,
                                            std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(info.master_port);
@@ -40,23 +40,23 @@ c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo& info,
   if (options.isServer) {
     // The store listens on master_addr only (a loopback job accepts no connection from outside
     // the machine): on the socket `accel launch` bound and handed down, or on one we bind.
-    const char* inherited = std::getenv("ACCELERATE_STORE_LISTEN_FD");
+    const char *inherited = std::getenv("ACCELERATE_STORE_LISTEN_FD");
     options.masterListenFd = inherited != nullptr ? inherited_listen_socket(inherited)
                                                   : listen_on(info.master_addr, info.master_port);
   }
   try {
     return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
                              " could not reach the rendezvous store at " + address_of(info) +
                              " within " + seconds_text(timeout) + ": " + error.what());
   }
 }
 
-bool store_has(c10d::Store& store, const std::vector<std::string>& keys, const ProcessInfo& info) {
+bool store_has(c10d::Store &store, const std::vector<std::string> &keys, const ProcessInfo &info) {
   try {
     return store.check(keys);
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
                              " lost the rendezvous store at " + address_of(info) +
                              " (rank 0 exited or failed): " + error.what());
@@ -64,7 +64,7 @@ bool store_has(c10d::Store& store, const std::vector<std::string>& keys, const P
 }
 
 // Every rank checks in and waits for the others, so a missing peer is reported by name.
-void wait_for_all_ranks(c10d::Store& store, const ProcessInfo& info,
+void wait_for_all_ranks(c10d::Store &store, const ProcessInfo &info,
                         std::chrono::milliseconds timeout) {
   store.set("accel/arrived/" + std::to_string(info.rank), std::vector<uint8_t>{1});
   std::vector<std::string> keys;
@@ -82,43 +82,41 @@ void wait_for_all_ranks(c10d::Store& store, const ProcessInfo& info,
           missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
         }
       }
-      throw std::runtime_error("accelerate: rendezvous at " + address_of(info) +
-                               " timed out after " + seconds_text(timeout) + " on rank " +
-                               std::to_string(info.rank) + " of " +
-                               std::to_string(info.world_size) + "; never arrived: rank(s) " +
-                               missing);
+      throw std::runtime_error(
+          "accelerate: rendezvous at " + address_of(info) + " timed out after " +
+          seconds_text(timeout) + " on rank " + std::to_string(info.rank) + " of " +
+          std::to_string(info.world_size) + "; never arrived: rank(s) " + missing);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
-c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
-                                            const ProcessInfo& info,
+c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store> &store,
+                                            const ProcessInfo &info,
                                             std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // The device is the address peers reach this process on: loopback for a one-machine job,
   // GLOO_SOCKET_IFNAME's interface or the host name's address otherwise.
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+  if (const char *ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
   } else if (is_loopback(info.master_addr)) {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   } else {
     options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size,
-                                                     options);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, options);
 }
 
 #ifdef USE_C10D_NCCL
-c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
-                                            const ProcessInfo& info,
+c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store> &store,
+                                            const ProcessInfo &info,
                                             std::chrono::milliseconds timeout) {
   // ProcessGroupNCCL::Options (2.14): create(is_high_priority_stream); the collective
   // timeout is Backend::Options::timeout (the watchdog aborts a collective that exceeds it).
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
-  auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, info.rank, info.world_size,
-                                                             options);
+  auto backend =
+      c10::make_intrusive<c10d::ProcessGroupNCCL>(store, info.rank, info.world_size, options);
   // The Accelerator made this process's GPU current before connecting. Binding it tells NCCL
   // which device barrier() and the communicators use, instead of guessing from the rank (which
   // is wrong when processes per machine and GPUs per machine differ).
@@ -129,7 +127,7 @@ c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store
 
 } // namespace
 
-std::string choose_backend(const std::string& requested, c10::DeviceType device) {
+std::string choose_backend(const std::string &requested, c10::DeviceType device) {
   std::string backend = requested;
   if (backend == "auto" || backend.empty()) {
     backend = device == c10::DeviceType::CUDA ? "nccl" : "gloo";
@@ -150,9 +148,8 @@ std::string choose_backend(const std::string& requested, c10::DeviceType device)
                               "' (expected gloo, nccl or auto)");
 }
 
-std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo& info,
-                                                    c10::DeviceType device,
-                                                    const ProcessGroupOptions& options) {
+std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10::DeviceType device,
+                                                    const ProcessGroupOptions &options) {
   std::shared_ptr<ProcessGroup> group(new ProcessGroup());
   group->rank_ = info.rank;
   group->size_ = info.world_size;
@@ -174,11 +171,10 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo& info,
   return group;
 }
 
-void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work,
-                        const std::string& what) const {
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const {
   try {
     work->wait(timeout_);
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     throw std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
                              " of " + std::to_string(size_) +
                              " (a peer may have exited or timed out): " + error.what());

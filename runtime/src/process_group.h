@@ -26,18 +26,18 @@ public:
   /// Joins the job described by `info`: rank 0 hosts the TCPStore at master_addr:master_port,
   /// every rank checks in, then the backend is created. Throws std::runtime_error naming the
   /// address and the ranks that did not arrive when the rendezvous fails or times out.
-  static std::shared_ptr<ProcessGroup> connect(const ProcessInfo& info, c10::DeviceType device,
-                                               const ProcessGroupOptions& options);
+  static std::shared_ptr<ProcessGroup> connect(const ProcessInfo &info, c10::DeviceType device,
+                                               const ProcessGroupOptions &options);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  const std::string& backend_name() const { return backend_name_; }
+  const std::string &backend_name() const { return backend_name_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  c10d::Backend& backend() { return *backend_; }
-  c10d::Store& store() { return *store_; }
+  c10d::Backend &backend() { return *backend_; }
+  c10d::Store &store() { return *store_; }
 
   /// Waits for `work`, turning c10d's errors into one that says which collective failed.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const;
+  void wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const;
 
   void barrier();
 
@@ -53,6 +53,6 @@ private:
 };
 
 /// Resolves "auto" and checks that the backend was compiled in; throws otherwise.
-std::string choose_backend(const std::string& requested, c10::DeviceType device);
+std::string choose_backend(const std::string &requested, c10::DeviceType device);
 
 } // namespace accelerate::detail

@@ -21,8 +21,8 @@ struct Runtime {
   std::shared_ptr<ProcessGroup> group;
   std::vector<std::shared_ptr<GradientSync>> gradient_syncs;
   std::shared_ptr<LoaderContext> loader_context;
-  std::vector<torch::optim::Optimizer*> optimizers;
-  std::vector<torch::optim::LRScheduler*> schedulers;
+  std::vector<torch::optim::Optimizer *> optimizers;
+  std::vector<torch::optim::LRScheduler *> schedulers;
 };
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).

@@ -6,7 +6,7 @@
 namespace accelerate {
 namespace {
 
-int parse_int(const EnvironmentLookup& lookup, const std::string& name, int fallback) {
+int parse_int(const EnvironmentLookup &lookup, const std::string &name, int fallback) {
   const auto text = lookup(name);
   if (!text || text->empty()) {
     return fallback;
@@ -15,7 +15,7 @@ int parse_int(const EnvironmentLookup& lookup, const std::string& name, int fall
   int value = 0;
   try {
     value = std::stoi(*text, &used);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     used = 0;
   }
   // SLURM writes "2(x3)" for per-node task counts; only the leading number matters there.
@@ -27,18 +27,18 @@ int parse_int(const EnvironmentLookup& lookup, const std::string& name, int fall
   return value;
 }
 
-bool is_set(const EnvironmentLookup& lookup, const std::string& name) {
+bool is_set(const EnvironmentLookup &lookup, const std::string &name) {
   const auto text = lookup(name);
   return text && !text->empty();
 }
 
 // Each launcher names the same four facts differently.
 struct LauncherVariables {
-  const char* launcher;
-  const char* rank;
-  const char* world_size;
-  const char* local_rank;
-  const char* local_world_size;
+  const char *launcher;
+  const char *rank;
+  const char *world_size;
+  const char *local_rank;
+  const char *local_world_size;
 };
 
 constexpr LauncherVariables kLaunchers[] = {
@@ -49,7 +49,7 @@ constexpr LauncherVariables kLaunchers[] = {
     {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
 };
 
-void check_consistent(const ProcessInfo& info, const LauncherVariables& vars) {
+void check_consistent(const ProcessInfo &info, const LauncherVariables &vars) {
   const std::string who = std::string(" (from ") + info.launcher + " variables)";
   if (info.world_size < 1) {
     throw std::invalid_argument(std::string("accelerate: ") + vars.world_size + " must be >= 1" +
@@ -57,8 +57,8 @@ void check_consistent(const ProcessInfo& info, const LauncherVariables& vars) {
   }
   if (info.rank >= info.world_size) {
     throw std::invalid_argument("accelerate: rank " + std::to_string(info.rank) +
-                                " is not below the world size " +
-                                std::to_string(info.world_size) + who);
+                                " is not below the world size " + std::to_string(info.world_size) +
+                                who);
   }
   if (info.local_world_size < 1 || info.local_rank >= info.local_world_size) {
     throw std::invalid_argument("accelerate: local rank " + std::to_string(info.local_rank) +
@@ -73,7 +73,7 @@ void check_consistent(const ProcessInfo& info, const LauncherVariables& vars) {
 
 } // namespace
 
-std::string first_host_of_slurm_nodelist(const std::string& nodelist) {
+std::string first_host_of_slurm_nodelist(const std::string &nodelist) {
   std::string host;
   for (size_t i = 0; i < nodelist.size(); ++i) {
     const char c = nodelist[i];
@@ -95,9 +95,9 @@ std::string first_host_of_slurm_nodelist(const std::string& nodelist) {
   return host;
 }
 
-ProcessInfo detect_process_info(const EnvironmentLookup& lookup) {
+ProcessInfo detect_process_info(const EnvironmentLookup &lookup) {
   ProcessInfo info;
-  for (const auto& vars : kLaunchers) {
+  for (const auto &vars : kLaunchers) {
     if (!is_set(lookup, vars.rank) || !is_set(lookup, vars.world_size)) {
       continue;
     }
@@ -120,8 +120,8 @@ ProcessInfo detect_process_info(const EnvironmentLookup& lookup) {
 }
 
 ProcessInfo detect_process_info() {
-  return detect_process_info([](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
+  return detect_process_info([](const std::string &name) -> std::optional<std::string> {
+    const char *value = std::getenv(name.c_str());
     if (value == nullptr) {
       return std::nullopt;
     }

@@ -15,13 +15,13 @@ namespace fs = std::filesystem;
 const std::string kInputs = ACCEL_TEST_INPUTS;
 const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-accel-test"}};
 
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+std::string write(const std::string &dir, const std::string &name, const std::string &text) {
   const auto path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
 
-std::string read(const std::string& path) {
+std::string read(const std::string &path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -35,19 +35,19 @@ TEST(Config, AccelerateDefaultFileLoadsAndFlagsOverrideIt) {
   EXPECT_EQ(from_file.out, "[rank0] 1 true\n");
   EXPECT_EQ(from_file.err, "") << "default values of Python-only keys deserve no note";
 
-  const auto overridden = run_command({ACCEL_BIN, "launch", "--config_file", file,
-                                       "--num_processes", "2", "--mixed_precision", "bf16",
-                                       "/bin/sh", "-c", "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION"},
-                                      kIsolated);
+  const auto overridden = run_command(
+      {ACCEL_BIN, "launch", "--config_file", file, "--num_processes", "2", "--mixed_precision",
+       "bf16", "/bin/sh", "-c", "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION"},
+      kIsolated);
   EXPECT_EQ(overridden.exit_code, 0) << overridden.err;
   EXPECT_NE(overridden.out.find("[rank1] 2 bf16"), std::string::npos) << overridden.out;
 }
 
 TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
-  const auto result = run_command(
-      {ACCEL_BIN, "env", "--config_file", kInputs + "/accelerate-1.15-multi_cpu.yaml"});
+  const auto result =
+      run_command({ACCEL_BIN, "env", "--config_file", kInputs + "/accelerate-1.15-multi_cpu.yaml"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  for (const char* expected :
+  for (const char *expected :
        {"machine_rank: 1", "main_process_ip: 10.0.0.5", "main_process_port: 29555",
         "mixed_precision: bf16", "num_machines: 2", "num_processes: 4",
         "distributed_type: MULTI_CPU"}) {
@@ -61,8 +61,7 @@ TEST(Config, UnknownKeysAndBadValuesNameFileLineColumnAndKey) {
   const auto unknown = write(dir, "unknown.yaml", "num_processes: 2\nnum_procesess: 3\n");
   auto result = run_command({ACCEL_BIN, "launch", "--config_file", unknown, "true"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find(unknown + ":2:1: key 'num_procesess': unknown key"),
-            std::string::npos)
+  EXPECT_NE(result.err.find(unknown + ":2:1: key 'num_procesess': unknown key"), std::string::npos)
       << result.err;
 
   const auto bad = write(dir, "bad.yaml", "mixed_precision: no\nnum_processes: two\n");
@@ -115,8 +114,8 @@ TEST(Config, DefaultWritesAccelerateKeysAndNeverOverwrites) {
 
 TEST(Config, DefaultLocationFollowsXdgCacheHomeWithoutHfHome) {
   const auto cache = accel_test::make_temp_dir("xdg");
-  auto result = run_command({"/usr/bin/env", "-u", "HF_HOME", "XDG_CACHE_HOME=" + cache,
-                             ACCEL_BIN, "config", "default"});
+  auto result = run_command(
+      {"/usr/bin/env", "-u", "HF_HOME", "XDG_CACHE_HOME=" + cache, ACCEL_BIN, "config", "default"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(fs::exists(cache + "/huggingface/accelerate/default_config.yaml")) << result.out;
   fs::remove_all(cache);
@@ -127,13 +126,12 @@ TEST(Config, QuestionsAnsweredFromAPipe) {
   const auto path = dir + "/answers.yaml";
   // multi-CPU, 2 machines, rank 1, main at 127.0.0.1:29600, same network, 4 processes,
   // no debug, bf16.
-  const auto result = run_command(
-      {"/bin/sh", "-c",
-       "printf '1\\n2\\n1\\n127.0.0.1\\n29600\\n\\n4\\nno\\n2\\n' | " + std::string(ACCEL_BIN) +
-           " config --config_file " + path});
+  const auto result = run_command({"/bin/sh", "-c",
+                                   "printf '1\\n2\\n1\\n127.0.0.1\\n29600\\n\\n4\\nno\\n2\\n' | " +
+                                       std::string(ACCEL_BIN) + " config --config_file " + path});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   const auto written = read(path);
-  for (const char* expected :
+  for (const char *expected :
        {"distributed_type: MULTI_CPU", "num_machines: 2", "machine_rank: 1",
         "main_process_ip: 127.0.0.1", "main_process_port: 29600", "num_processes: 4",
         "mixed_precision: bf16", "use_cpu: true", "debug: false", "same_network: true"}) {

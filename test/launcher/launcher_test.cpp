@@ -32,9 +32,9 @@ std::vector<std::string> launch(std::vector<std::string> args) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
-std::vector<pid_t> read_pids(const std::string& dir) {
+std::vector<pid_t> read_pids(const std::string &dir) {
   std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  for (const auto &entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".pid") {
       std::ifstream in(entry.path());
       pid_t pid = 0;
@@ -45,7 +45,7 @@ std::vector<pid_t> read_pids(const std::string& dir) {
   return pids;
 }
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::seconds limit = 30s) {
+bool wait_until(const std::function<bool()> &condition, std::chrono::seconds limit = 30s) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (condition()) {
@@ -57,16 +57,14 @@ bool wait_until(const std::function<bool()>& condition, std::chrono::seconds lim
 }
 
 TEST(Launch, WorkersGetTheirRanksAndLinesArePrefixed) {
-  const auto result = run_command(
-      launch({"--num_processes", "2", "/bin/sh", "-c",
-              "echo $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK "
-              "$MASTER_ADDR $OMP_NUM_THREADS $ACCELERATE_MIXED_PRECISION"}),
-      kIsolated);
+  const auto result =
+      run_command(launch({"--num_processes", "2", "/bin/sh", "-c",
+                          "echo $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK "
+                          "$MASTER_ADDR $OMP_NUM_THREADS $ACCELERATE_MIXED_PRECISION"}),
+                  kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("[rank0] 0/2 0/2 0 127.0.0.1 1 no\n"), std::string::npos)
-      << result.out;
-  EXPECT_NE(result.out.find("[rank1] 1/2 1/2 0 127.0.0.1 1 no\n"), std::string::npos)
-      << result.out;
+  EXPECT_NE(result.out.find("[rank0] 0/2 0/2 0 127.0.0.1 1 no\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[rank1] 1/2 1/2 0 127.0.0.1 1 no\n"), std::string::npos) << result.out;
 }
 
 TEST(Launch, ArgumentsPassThroughUntouched) {
@@ -104,11 +102,12 @@ TEST(Launch, LinesAreNeverInterleavedMidLine) {
 TEST(Launch, AFailingWorkerStopsTheOthersAndIsNamed) {
   const auto dir = accel_test::make_temp_dir("fail");
   const auto start = std::chrono::steady_clock::now();
-  const auto result = run_command(
-      launch({"--num_processes", "2", "/bin/sh", "-c",
-              "echo $$ > " + dir + "/$RANK.pid; if [ $RANK = 1 ]; then echo 'out of cheese' >&2; "
-              "exit 3; fi; exec sleep 300"}),
-      kIsolated);
+  const auto result =
+      run_command(launch({"--num_processes", "2", "/bin/sh", "-c",
+                          "echo $$ > " + dir +
+                              "/$RANK.pid; if [ $RANK = 1 ]; then echo 'out of cheese' >&2; "
+                              "exit 3; fi; exec sleep 300"}),
+                  kIsolated);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("rank 1 exited with code 3"), std::string::npos) << result.err;
@@ -123,8 +122,8 @@ TEST(Launch, AFailingWorkerStopsTheOthersAndIsNamed) {
 TEST(Launch, SignalsToTheLauncherReachEveryWorker) {
   const auto dir = accel_test::make_temp_dir("signal");
   accelerate::launch::WorkerSpec spec;
-  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
-                      "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.argv = launch(
+      {"--num_processes", "2", "/bin/sh", "-c", "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
   spec.env = kIsolated;
   spec.capture_output = true;
   std::string err;
@@ -147,8 +146,8 @@ TEST(Launch, SignalsToTheLauncherReachEveryWorker) {
 TEST(Launch, NoWorkerOutlivesAKilledLauncher) {
   const auto dir = accel_test::make_temp_dir("kill");
   accelerate::launch::WorkerSpec spec;
-  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
-                      "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.argv = launch(
+      {"--num_processes", "2", "/bin/sh", "-c", "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
   spec.env = kIsolated;
   spec.capture_output = true;
   accelerate::launch::WorkerGroup launcher({spec});
@@ -198,10 +197,10 @@ struct BusyPort {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
     listen(fd, 1);
     socklen_t length = sizeof(address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
     port = ntohs(address.sin_port);
   }
   ~BusyPort() { close(fd); }
@@ -211,10 +210,9 @@ struct BusyPort {
 
 TEST(Launch, ABusyPortIsReplacedOnOneMachine) {
   BusyPort busy;
-  const auto result =
-      run_command(launch({"--num_processes", "2", "--main_process_port", std::to_string(busy.port),
-                          ACCEL_SELFTEST_BIN}),
-                  kIsolated);
+  const auto result = run_command(launch({"--num_processes", "2", "--main_process_port",
+                                          std::to_string(busy.port), ACCEL_SELFTEST_BIN}),
+                                  kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("port " + std::to_string(busy.port) + " is busy; using port"),
             std::string::npos)
@@ -227,24 +225,23 @@ TEST(Launch, ABusyPortIsReplacedOnOneMachine) {
 
 TEST(Launch, ABusyPortIsAnErrorAcrossMachines) {
   BusyPort busy;
-  const auto result = run_command(
-      launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "0",
-              "--main_process_ip", "127.0.0.1", "--main_process_port", std::to_string(busy.port),
-              "true"}),
-      kIsolated);
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "0",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(busy.port), "true"}),
+                  kIsolated);
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("choose another --main_process_port"), std::string::npos)
-      << result.err;
+  EXPECT_NE(result.err.find("choose another --main_process_port"), std::string::npos) << result.err;
 }
 
 TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {
   // Machine 0 of 2, and machine 1 never starts: ranks 2 and 3 never arrive.
-  const auto result = run_command(
-      launch({"--num_processes", "4", "--num_machines", "2", "--machine_rank", "0",
-              "--main_process_ip", "127.0.0.1", "--main_process_port",
-              std::to_string(accelerate::launch::free_loopback_port()), "--rdzv_timeout", "3",
-              ACCEL_SELFTEST_BIN}),
-      kIsolated);
+  const auto result =
+      run_command(launch({"--num_processes", "4", "--num_machines", "2", "--machine_rank", "0",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(accelerate::launch::free_loopback_port()),
+                          "--rdzv_timeout", "3", ACCEL_SELFTEST_BIN}),
+                  kIsolated);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("never arrived: rank(s) 2, 3"), std::string::npos) << result.err;
 }
@@ -261,10 +258,9 @@ TEST(Launch, TwoLaunchersFormOneJob) {
     machines[m].env = kIsolated;
     machines[m].capture_output = true;
   }
-  accelerate::launch::WorkerGroup group(machines, [&](int m, int, std::string_view chunk) {
-    outputs[m].append(chunk);
-  });
-  for (const auto& exit : group.wait(120s)) {
+  accelerate::launch::WorkerGroup group(
+      machines, [&](int m, int, std::string_view chunk) { outputs[m].append(chunk); });
+  for (const auto &exit : group.wait(120s)) {
     EXPECT_TRUE(exit.succeeded()) << outputs[0] << outputs[1];
   }
   EXPECT_NE(outputs[0].find("[rank0] accel self-test on 4 process(es)"), std::string::npos)
@@ -274,9 +270,9 @@ TEST(Launch, TwoLaunchersFormOneJob) {
 
 // The same binary under other launchers: their variables, set by hand as mpirun and srun
 // would, with no accel launch involved.
-void expect_selftest_job(const std::vector<std::map<std::string, std::string>>& environments) {
+void expect_selftest_job(const std::vector<std::map<std::string, std::string>> &environments) {
   std::vector<accelerate::launch::WorkerSpec> specs;
-  for (const auto& env : environments) {
+  for (const auto &env : environments) {
     accelerate::launch::WorkerSpec spec;
     spec.argv = {ACCEL_SELFTEST_BIN};
     spec.env = env;
@@ -284,10 +280,9 @@ void expect_selftest_job(const std::vector<std::map<std::string, std::string>>& 
     specs.push_back(spec);
   }
   std::string output[2];
-  accelerate::launch::WorkerGroup group(specs, [&](int rank, int, std::string_view chunk) {
-    output[rank].append(chunk);
-  });
-  for (const auto& exit : group.wait(120s)) {
+  accelerate::launch::WorkerGroup group(
+      specs, [&](int rank, int, std::string_view chunk) { output[rank].append(chunk); });
+  for (const auto &exit : group.wait(120s)) {
     EXPECT_TRUE(exit.succeeded()) << output[exit.rank];
   }
   EXPECT_NE(output[0].find("accel self-test on 2 process(es)"), std::string::npos) << output[0];

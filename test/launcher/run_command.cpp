@@ -7,8 +7,8 @@
 
 namespace accel_test {
 
-CommandResult run_command(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env, int timeout_s) {
+CommandResult run_command(const std::vector<std::string> &argv,
+                          const std::map<std::string, std::string> &env, int timeout_s) {
   accelerate::launch::WorkerSpec spec;
   spec.argv = argv;
   spec.env = env;
@@ -22,9 +22,9 @@ CommandResult run_command(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string make_temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("accel-" + name + "-" + std::to_string(getpid()));
+std::string make_temp_dir(const std::string &name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("accel-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

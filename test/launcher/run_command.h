@@ -15,11 +15,10 @@ struct CommandResult {
 
 /// Runs argv (no shell) with `env` added to this process's environment; gives up after
 /// `timeout_s` seconds.
-CommandResult run_command(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env = {},
-                          int timeout_s = 120);
+CommandResult run_command(const std::vector<std::string> &argv,
+                          const std::map<std::string, std::string> &env = {}, int timeout_s = 120);
 
 /// A fresh empty directory under the temporary directory.
-std::string make_temp_dir(const std::string& name);
+std::string make_temp_dir(const std::string &name);
 
 } // namespace accel_test

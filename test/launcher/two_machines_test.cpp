@@ -17,8 +17,8 @@ using accel_test::run_command;
 namespace fs = std::filesystem;
 
 // Our own test hosts: addresses that exist only inside the namespaces this test creates.
-constexpr const char* kMainAddress = "10.231.0.1";
-constexpr const char* kOtherAddress = "10.231.0.2";
+constexpr const char *kMainAddress = "10.231.0.1";
+constexpr const char *kOtherAddress = "10.231.0.2";
 
 class TwoMachines : public ::testing::Test {
 protected:
@@ -48,7 +48,7 @@ protected:
   }
 
   void TearDown() override {
-    for (const auto& ns : ns_) {
+    for (const auto &ns : ns_) {
       if (!ns.empty()) {
         run_command({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null; true"});
       }
@@ -56,7 +56,7 @@ protected:
   }
 
   /// `accel launch` for machine `m` of 2, inside its namespace.
-  std::vector<std::string> launcher(int m, int port, const std::vector<std::string>& program) {
+  std::vector<std::string> launcher(int m, int port, const std::vector<std::string> &program) {
     std::vector<std::string> argv = {"/usr/sbin/ip",
                                      "netns",
                                      "exec",
@@ -91,19 +91,18 @@ TEST_F(TwoMachines, OneJobAcrossTwoLaunchersTrainsLikeOneMachine) {
   const auto dir = accel_test::make_temp_dir("two-machines");
   // Each worker records the listening sockets of its machine, then runs the self-test, whose
   // training check compares the 4-process run with one process at the global batch size.
-  const std::vector<std::string> program = {
-      "/bin/sh", "-c",
-      "cat /proc/net/tcp /proc/net/tcp6 > " + dir + "/tcp-$RANK.txt; exec " ACCEL_SELFTEST_BIN};
+  const std::vector<std::string> program = {"/bin/sh", "-c",
+                                            "cat /proc/net/tcp /proc/net/tcp6 > " + dir +
+                                                "/tcp-$RANK.txt; exec " ACCEL_SELFTEST_BIN};
   std::vector<accelerate::launch::WorkerSpec> machines(2);
   std::string output[2];
   for (int m = 0; m < 2; ++m) {
     machines[m].argv = launcher(m, 29500, program);
     machines[m].capture_output = true;
   }
-  accelerate::launch::WorkerGroup group(machines, [&](int m, int, std::string_view chunk) {
-    output[m].append(chunk);
-  });
-  for (const auto& exit : group.wait(std::chrono::seconds(180))) {
+  accelerate::launch::WorkerGroup group(
+      machines, [&](int m, int, std::string_view chunk) { output[m].append(chunk); });
+  for (const auto &exit : group.wait(std::chrono::seconds(180))) {
     EXPECT_TRUE(exit.succeeded()) << "machine " << exit.rank << ": " << output[exit.rank];
   }
   EXPECT_NE(output[0].find("training equivalence (N processes at batch B == 1 process at N*B): ok"),

@@ -19,17 +19,16 @@ std::string result_path() {
       .string();
 }
 
-::testing::AssertionResult all_close(const std::vector<torch::Tensor>& a,
-                                     const std::vector<torch::Tensor>& b, double rtol,
+::testing::AssertionResult all_close(const std::vector<torch::Tensor> &a,
+                                     const std::vector<torch::Tensor> &b, double rtol,
                                      double atol) {
   if (a.size() != b.size()) {
     return ::testing::AssertionFailure() << a.size() << " tensors vs " << b.size();
   }
   for (size_t i = 0; i < a.size(); ++i) {
     if (!torch::allclose(a[i], b[i], rtol, atol)) {
-      return ::testing::AssertionFailure()
-             << "tensor " << i << " differs; largest difference "
-             << (a[i] - b[i]).abs().max().item<double>();
+      return ::testing::AssertionFailure() << "tensor " << i << " differs; largest difference "
+                                           << (a[i] - b[i]).abs().max().item<double>();
     }
   }
   return ::testing::AssertionSuccess();
@@ -42,12 +41,11 @@ struct EquivalenceCase {
 
 class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 
-template <typename Sampler>
-std::vector<torch::Tensor> run_equivalence(OptimizerKind optimizer) {
+template <typename Sampler> std::vector<torch::Tensor> run_equivalence(OptimizerKind optimizer) {
   constexpr size_t kBatch = 4;
   // Each process initialises its model from its own seed: prepare must replace that with
   // process 0's state. Process 0's seed is the baseline's, so that both draw the same shuffles.
-  auto results = run_in_processes(2, [&](const Peer& peer) {
+  auto results = run_in_processes(2, [&](const Peer &peer) {
     auto state = train_with_accelerator<Sampler>(optimizer, kBatch, 1000 + peer.rank);
     if (peer.rank == 0) {
       torch::save(state, result_path());
@@ -82,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(
                       EquivalenceCase{OptimizerKind::SGD, SamplerKind::Random},
                       EquivalenceCase{OptimizerKind::Adam, SamplerKind::Sequential},
                       EquivalenceCase{OptimizerKind::Adam, SamplerKind::Random}),
-    [](const auto& info) {
+    [](const auto &info) {
       return std::string(info.param.optimizer == OptimizerKind::SGD ? "SGDMomentum" : "Adam") +
              (info.param.sampler == SamplerKind::Sequential ? "Sequential" : "Random");
     });
@@ -99,19 +97,19 @@ TEST(Accelerator, WithoutALauncherItIsExactlyThePlainLoop) {
 }
 
 TEST(Accelerator, PrepareTakesEveryFormAModelIsHeldIn) {
-  auto results = run_in_processes(2, [](const Peer& peer) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Accelerator accelerator;
-    torch::manual_seed(peer.rank); // different on each process until prepare
-    Net holder;                                  // ModuleHolder (TORCH_MODULE)
-    NetImpl by_value;                            // a plain Module
-    auto shared = std::make_shared<NetImpl>();   // std::shared_ptr<Module>
+    torch::manual_seed(peer.rank);             // different on each process until prepare
+    Net holder;                                // ModuleHolder (TORCH_MODULE)
+    NetImpl by_value;                          // a plain Module
+    auto shared = std::make_shared<NetImpl>(); // std::shared_ptr<Module>
     torch::optim::SGD optimizer(holder->parameters(), 0.1);
     torch::optim::StepLR scheduler(optimizer, /*step_size=*/1, /*gamma=*/0.5);
     accelerator.prepare(holder, optimizer, scheduler);
     accelerator.prepare(by_value, shared);
-    for (const auto& parameters :
+    for (const auto &parameters :
          {holder->parameters(), by_value.parameters(), shared->parameters()}) {
-      for (const auto& p : parameters) {
+      for (const auto &p : parameters) {
         auto both = accelerator.gather(p.detach().unsqueeze(0));
         EXPECT_TRUE(torch::equal(both[0], both[1])) << "prepare did not broadcast rank 0's state";
       }
@@ -119,7 +117,7 @@ TEST(Accelerator, PrepareTakesEveryFormAModelIsHeldIn) {
     // Gradients of each form are synchronised.
     auto x = torch::ones({2, 8}) * (peer.rank + 1);
     accelerator.backward(by_value.forward(x).sum() + shared->forward(x).sum());
-    for (const auto& p : by_value.parameters()) {
+    for (const auto &p : by_value.parameters()) {
       auto both = accelerator.gather(p.grad().unsqueeze(0));
       EXPECT_TRUE(torch::equal(both[0], both[1]));
     }
@@ -147,7 +145,7 @@ struct DeepNetImpl : torch::nn::Module {
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    for (auto& layer : layers) {
+    for (auto &layer : layers) {
       x = torch::relu(layer->forward(x));
     }
     return x;
@@ -157,14 +155,14 @@ struct DeepNetImpl : torch::nn::Module {
 TORCH_MODULE(DeepNet);
 
 TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
-  auto results = run_in_processes(2, [](const Peer& peer) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Options options;
     options.bucket_cap_mb = 0.3;
     options.first_bucket_cap_mb = 0.3;
     accelerate::Accelerator accelerator(options);
     DeepNet model;
     accelerator.prepare(model);
-    auto& sync = *accelerator.runtime().gradient_syncs.at(0);
+    auto &sync = *accelerator.runtime().gradient_syncs.at(0);
     ASSERT_EQ(sync.bucket_count(), 4u);
 
     auto loss = model->forward(torch::randn({32, 256})).pow(2).mean();
@@ -184,7 +182,7 @@ TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
         << "bucket 0's all-reduce must start before the last gradient is ready";
     EXPECT_EQ(events.back().kind, GradientSync::Event::Finalized);
     // The gradients are averages: every process holds the same values.
-    for (const auto& p : model->parameters()) {
+    for (const auto &p : model->parameters()) {
       auto average = accelerator.reduce(p.grad(), "mean");
       EXPECT_TRUE(torch::allclose(p.grad(), average, 1e-6, 1e-7)) << "rank " << peer.rank;
     }
@@ -193,7 +191,7 @@ TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
 }
 
 TEST(Accelerator, ParametersWithoutAGradientOnSomeProcessesStillSync) {
-  auto results = run_in_processes(2, [](const Peer& peer) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Accelerator accelerator;
     Net model;
     accelerator.prepare(model);
@@ -202,7 +200,7 @@ TEST(Accelerator, ParametersWithoutAGradientOnSomeProcessesStillSync) {
     torch::Tensor loss = peer.rank == 0 ? model->forward(torch::ones({2, 8})).sum()
                                         : model->second->forward(torch::ones({2, 16})).sum();
     accelerator.backward(loss);
-    for (const auto& p : model->parameters()) {
+    for (const auto &p : model->parameters()) {
       ASSERT_TRUE(p.grad().defined()) << "a parameter used by some process has no gradient";
       auto both = accelerator.gather(p.grad().unsqueeze(0));
       EXPECT_TRUE(torch::equal(both[0], both[1])) << "gradients differ between processes";
@@ -212,7 +210,7 @@ TEST(Accelerator, ParametersWithoutAGradientOnSomeProcessesStillSync) {
 }
 
 TEST(Accelerator, ParametersNoProcessUsedKeepNoGradient) {
-  auto results = run_in_processes(2, [](const Peer&) {
+  auto results = run_in_processes(2, [](const Peer &) {
     accelerate::Accelerator accelerator;
     Net model;
     accelerator.prepare(model);

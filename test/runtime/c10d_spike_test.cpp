@@ -13,7 +13,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-c10::intrusive_ptr<c10d::TCPStore> open_store(const accel_test::Peer& peer,
+c10::intrusive_ptr<c10d::TCPStore> open_store(const accel_test::Peer &peer,
                                               std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(peer.port);
@@ -23,8 +23,8 @@ c10::intrusive_ptr<c10d::TCPStore> open_store(const accel_test::Peer& peer,
   return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo> open_gloo(const c10::intrusive_ptr<c10d::Store>& store,
-                                                     const accel_test::Peer& peer,
+c10::intrusive_ptr<c10d::ProcessGroupGloo> open_gloo(const c10::intrusive_ptr<c10d::Store> &store,
+                                                     const accel_test::Peer &peer,
                                                      std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
@@ -32,7 +32,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> open_gloo(const c10::intrusive_ptr<c1
 }
 
 TEST(C10dSpike, TwoProcessesAllReduceBroadcastAndBarrierThroughGloo) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto store = open_store(peer, 30s);
     auto gloo = open_gloo(store, peer, 30s);
 
@@ -67,14 +67,14 @@ TEST(C10dSpike, APeerThatNeverArrivesIsAnErrorNotAHang) {
   options.timeout = 60s;
   auto results = accel_test::run_in_processes(
       1,
-      [](const accel_test::Peer& peer) {
+      [](const accel_test::Peer &peer) {
         const auto start = std::chrono::steady_clock::now();
         std::string message;
         try {
           // Rank 0 hosts the store and waits there for its missing worker.
           auto store = open_store(peer, 3s);
           open_gloo(store, peer, 3s);
-        } catch (const std::exception& error) {
+        } catch (const std::exception &error) {
           message = error.what();
         }
         const auto waited = std::chrono::steady_clock::now() - start;

@@ -35,16 +35,16 @@ std::string nccl_unavailable() {
   try {
     accelerate::detail::choose_backend("nccl", c10::DeviceType::CUDA);
     return "";
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     return std::string("runtime built without NCCL: ") + error.what();
   }
 }
 
-#define ACCEL_SKIP_WITHOUT_CUDA(gpus)                                                          \
-  do {                                                                                         \
-    if (const auto reason = cuda_unavailable(gpus); !reason.empty()) {                         \
-      GTEST_SKIP() << reason;                                                                  \
-    }                                                                                          \
+#define ACCEL_SKIP_WITHOUT_CUDA(gpus)                                                              \
+  do {                                                                                             \
+    if (const auto reason = cuda_unavailable(gpus); !reason.empty()) {                             \
+      GTEST_SKIP() << reason;                                                                      \
+    }                                                                                              \
   } while (false)
 
 TEST(Cuda, OneProcessUsesTheFirstGpu) {
@@ -69,7 +69,7 @@ TEST(Cuda, PrepareMovesTheModelAndTrainingRunsOnTheGpu) {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   accelerator.prepare(model, optimizer);
-  for (const auto& parameter : model->parameters()) {
+  for (const auto &parameter : model->parameters()) {
     EXPECT_EQ(parameter.device(), accelerator.device());
   }
   const auto before = model->weight.detach().clone();
@@ -86,13 +86,12 @@ TEST(Cuda, TwoProcessesUseTheirLocalGpuAndAllReduceOverNccl) {
   if (const auto reason = nccl_unavailable(); !reason.empty()) {
     GTEST_SKIP() << reason;
   }
-  auto results = run_in_processes(2, [](const Peer& peer) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Accelerator accelerator;
     // run_in_processes gives rank r LOCAL_RANK r.
     ASSERT_EQ(accelerator.device(), torch::Device(torch::kCUDA, peer.rank));
     // ... and makes it the current device (through the generic guard: no CUDA headers here).
-    EXPECT_EQ(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice(),
-              accelerator.device());
+    EXPECT_EQ(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice(), accelerator.device());
 
     auto value = torch::full({16}, static_cast<float>(peer.rank + 1),
                              torch::TensorOptions().device(accelerator.device()));

@@ -44,8 +44,7 @@ TEST(ShardPlan, DropLastAndUnevenBatches) {
   EXPECT_EQ(plan_shard(range(22), 3, 1, 2, true, true).batches.back(),
             (std::vector<size_t>{15, 16, 17}));
   // even_batches off: the last process simply gets fewer, and the partial batch as it is.
-  EXPECT_EQ(plan_shard(range(22), 3, 1, 2, false, false).batches.back(),
-            (std::vector<size_t>{21}));
+  EXPECT_EQ(plan_shard(range(22), 3, 1, 2, false, false).batches.back(), (std::vector<size_t>{21}));
   EXPECT_EQ(plan_shard(range(19), 3, 1, 2, false, false).batches.size(), 3u);
   EXPECT_EQ(plan_shard(range(19), 3, 0, 2, false, false).batches.size(), 4u);
 }
@@ -69,13 +68,13 @@ private:
   size_t size_;
 };
 
-std::vector<std::vector<int64_t>> epoch_batches(
-    accelerate::Accelerator& accelerator,
-    accelerate::ShardedDataLoader<
-        torch::data::datasets::MapDataset<IndexDataset, torch::data::transforms::Stack<>>,
-        torch::data::samplers::SequentialSampler>& loader) {
+std::vector<std::vector<int64_t>>
+epoch_batches(accelerate::Accelerator &accelerator,
+              accelerate::ShardedDataLoader<
+                  torch::data::datasets::MapDataset<IndexDataset, torch::data::transforms::Stack<>>,
+                  torch::data::samplers::SequentialSampler> &loader) {
   std::vector<std::vector<int64_t>> batches;
-  for (auto& batch : loader) {
+  for (auto &batch : loader) {
     EXPECT_EQ(batch.data.device(), accelerator.device());
     auto flat = batch.data.reshape({-1}).contiguous();
     batches.emplace_back(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
@@ -84,7 +83,7 @@ std::vector<std::vector<int64_t>> epoch_batches(
 }
 
 TEST(ShardedLoader, RealProcessesGetTheDocumentedBatches) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;
     auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
         IndexDataset(22).map(torch::data::transforms::Stack<>()), 3);
@@ -100,7 +99,7 @@ TEST(ShardedLoader, RealProcessesGetTheDocumentedBatches) {
 }
 
 TEST(ShardedLoader, ShuffleIsSharedAcrossProcessesAndNewEachEpoch) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;
     torch::manual_seed(100 + peer.rank); // different local randomness must not matter
     auto loader = accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(
@@ -109,7 +108,7 @@ TEST(ShardedLoader, ShuffleIsSharedAcrossProcessesAndNewEachEpoch) {
     std::vector<torch::Tensor> epochs;
     for (int epoch = 0; epoch < 2; ++epoch) {
       std::vector<torch::Tensor> mine;
-      for (auto& batch : *loader) {
+      for (auto &batch : *loader) {
         mine.push_back(batch.data.reshape({-1}));
       }
       // All processes together see every sample exactly once per epoch.
@@ -123,13 +122,13 @@ TEST(ShardedLoader, ShuffleIsSharedAcrossProcessesAndNewEachEpoch) {
 }
 
 TEST(ShardedLoader, GatherForMetricsCountsEverySampleOnce) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer&) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
     accelerate::Accelerator accelerator;
     auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
         IndexDataset(22).map(torch::data::transforms::Stack<>()), 3);
     for (int epoch = 0; epoch < 2; ++epoch) {
       std::vector<torch::Tensor> seen, seen_plain;
-      for (auto& batch : *loader) {
+      for (auto &batch : *loader) {
         seen.push_back(accelerator.gather_for_metrics(batch.data.reshape({-1})));
         seen_plain.push_back(accelerator.gather(batch.data.reshape({-1})));
       }

@@ -27,7 +27,8 @@ TEST(NotebookLauncher, TwoWorkersAllReduceAndRankZerosResultComesBack) {
   const auto sum = notebook_launcher(
       [](float scale) {
         accelerate::Accelerator accelerator;
-        auto total = accelerator.reduce(torch::full({4}, scale * (accelerator.process_index() + 1)));
+        auto total =
+            accelerator.reduce(torch::full({4}, scale * (accelerator.process_index() + 1)));
         return total[0].item<float>() + 100.0f * accelerator.process_index();
       },
       2, {}, 2.0f);
@@ -42,9 +43,8 @@ TEST(NotebookLauncher, TrainsTheEquivalenceModel) {
             OptimizerKind::Adam, 4, 1000);
       },
       2);
-  const auto single =
-      accel_test::train_with_accelerator<torch::data::samplers::SequentialSampler>(
-          OptimizerKind::Adam, 8, 1000);
+  const auto single = accel_test::train_with_accelerator<torch::data::samplers::SequentialSampler>(
+      OptimizerKind::Adam, 8, 1000);
   ASSERT_EQ(distributed.size(), single.size());
   for (size_t i = 0; i < single.size(); ++i) {
     EXPECT_TRUE(torch::allclose(distributed[i], single[i], 1e-5, 1e-6)) << "tensor " << i;
@@ -56,12 +56,12 @@ TEST(NotebookLauncher, OneProcessRunsInTheCaller) {
   EXPECT_EQ(notebook_launcher([] { return static_cast<int>(getpid()); }, 1), caller);
 }
 
-void expect_failure_naming(const std::function<void()>& launch, const std::string& expected) {
+void expect_failure_naming(const std::function<void()> &launch, const std::string &expected) {
   const auto start = std::chrono::steady_clock::now();
   try {
     launch();
     ADD_FAILURE() << "the launch must throw";
-  } catch (const std::runtime_error& error) {
+  } catch (const std::runtime_error &error) {
     EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
@@ -74,11 +74,9 @@ struct PidDir {
     fs::create_directories(path);
   }
   ~PidDir() { fs::remove_all(path); }
-  void record(int rank) const {
-    std::ofstream(path / std::to_string(rank)) << getpid();
-  }
+  void record(int rank) const { std::ofstream(path / std::to_string(rank)) << getpid(); }
   void expect_none_alive() const {
-    for (const auto& entry : fs::directory_iterator(path)) {
+    for (const auto &entry : fs::directory_iterator(path)) {
       std::ifstream in(entry.path());
       pid_t pid = 0;
       in >> pid;

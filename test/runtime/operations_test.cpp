@@ -13,26 +13,26 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Operations, GatherReduceBroadcastPad) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;
     const float r = static_cast<float>(peer.rank);
     EXPECT_TRUE(torch::equal(accelerator.gather(torch::tensor({r, r})),
                              torch::tensor({0.f, 0.f, 1.f, 1.f})));
     EXPECT_TRUE(torch::equal(accelerator.gather(torch::tensor(r)), torch::tensor({0.f, 1.f})));
-    EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r + 1, 10.f})),
-                             torch::tensor({3.f, 20.f})));
+    EXPECT_TRUE(
+        torch::equal(accelerator.reduce(torch::tensor({r + 1, 10.f})), torch::tensor({3.f, 20.f})));
     EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r + 1, 10.f}), "mean"),
                              torch::tensor({1.5f, 10.f})));
     EXPECT_TRUE(torch::equal(accelerator.reduce(torch::tensor({r}), "max"), torch::tensor({1.f})));
-    EXPECT_TRUE(torch::equal(accelerator.broadcast(torch::full({2, 2}, r), 1),
-                             torch::full({2, 2}, 1.f)));
+    EXPECT_TRUE(
+        torch::equal(accelerator.broadcast(torch::full({2, 2}, r), 1), torch::full({2, 2}, 1.f)));
     // Rank 0 has 2 rows, rank 1 has 3: both are padded to 3 and can then be gathered.
     auto mine = torch::full({peer.rank + 2, 2}, r + 1);
     auto padded = accelerator.pad_across_processes(mine, 0, -1);
     EXPECT_EQ(padded.size(0), 3);
     auto gathered = accelerator.gather(padded);
-    auto expected = torch::tensor({{1.f, 1.f}, {1.f, 1.f}, {-1.f, -1.f},
-                                   {2.f, 2.f}, {2.f, 2.f}, {2.f, 2.f}});
+    auto expected =
+        torch::tensor({{1.f, 1.f}, {1.f, 1.f}, {-1.f, -1.f}, {2.f, 2.f}, {2.f, 2.f}, {2.f, 2.f}});
     EXPECT_TRUE(torch::equal(gathered, expected)) << gathered;
     auto first = accelerator.pad_across_processes(mine, 0, -1, /*pad_first=*/true);
     EXPECT_EQ(first[0][0].item<float>(), peer.rank == 0 ? -1.f : 2.f);
@@ -45,12 +45,12 @@ TEST(Operations, GatherReduceBroadcastPad) {
 }
 
 TEST(Operations, DifferentShapesAreAnErrorNamingRanksAndShapes) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;
     try {
       accelerator.gather(torch::zeros({peer.rank + 2, 4}));
       ADD_FAILURE() << "gather of different shapes must fail";
-    } catch (const std::runtime_error& error) {
+    } catch (const std::runtime_error &error) {
       EXPECT_STREQ(error.what(), "accelerate: gather needs the same tensor shape on every "
                                  "process, got rank 0 [2, 4], rank 1 [3, 4]");
     }
@@ -61,7 +61,7 @@ TEST(Operations, DifferentShapesAreAnErrorNamingRanksAndShapes) {
 }
 
 TEST(Operations, APeerThatDiesMakesTheOthersFailNotHang) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Options options;
     options.timeout = 10s;
     accelerate::Accelerator accelerator(options);
@@ -72,7 +72,7 @@ TEST(Operations, APeerThatDiesMakesTheOthersFailNotHang) {
     try {
       accelerator.reduce(torch::ones({4}));
       ADD_FAILURE() << "a collective without its peer must fail";
-    } catch (const std::runtime_error& error) {
+    } catch (const std::runtime_error &error) {
       const std::string message = error.what();
       EXPECT_EQ(message.rfind("accelerate: reduce", 0), 0u) << message;
       EXPECT_NE(message.find("failed on rank 0 of 2"), std::string::npos) << message;
@@ -94,9 +94,9 @@ TEST(Operations, OneProcessNeedsNoGroup) {
 
 TEST(Operations, SaveIsAtomicAndOnTheMainProcess) {
   accelerate::Accelerator accelerator;
-  const auto path = (std::filesystem::temp_directory_path() /
-                     ("accel-save-" + std::to_string(getpid()) + ".pt"))
-                        .string();
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("accel-save-" + std::to_string(getpid()) + ".pt"))
+          .string();
   accelerator.save(torch::arange(5), path);
   torch::Tensor loaded;
   torch::load(loaded, path);

@@ -26,7 +26,7 @@ std::vector<std::string> listening_addresses(int port) {
   std::vector<std::string> found;
   char port_hex[8];
   std::snprintf(port_hex, sizeof(port_hex), "%04X", port);
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+  for (const char *table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(table);
     std::string line;
     std::getline(in, line); // header
@@ -44,7 +44,7 @@ std::vector<std::string> listening_addresses(int port) {
 }
 
 TEST(ProcessGroup, ConnectsAndRunsCollectives) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto info = accelerate::detect_process_info();
     auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(30s));
     EXPECT_EQ(group->rank(), peer.rank);
@@ -59,13 +59,13 @@ TEST(ProcessGroup, ConnectsAndRunsCollectives) {
 }
 
 TEST(ProcessGroup, TheStoreListensOnLoopbackOnly) {
-  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer& peer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto info = accelerate::detect_process_info();
     auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(30s));
     if (peer.rank == 0) {
       const auto addresses = listening_addresses(peer.port);
       ASSERT_FALSE(addresses.empty()) << "nothing listens on the rendezvous port";
-      for (const auto& address : addresses) {
+      for (const auto &address : addresses) {
         // 127.0.0.1 in /proc/net/tcp's little-endian hex.
         EXPECT_EQ(address, "0100007F") << "the store listens beyond loopback";
       }
@@ -80,12 +80,12 @@ TEST(ProcessGroup, AMissingRankIsNamedWithTheAddress) {
   options.world_size = 3;
   auto results = accel_test::run_in_processes(
       2,
-      [](const accel_test::Peer& peer) {
+      [](const accel_test::Peer &peer) {
         auto info = accelerate::detect_process_info();
         try {
           ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(3s));
           ADD_FAILURE() << "connect must fail while rank 2 is missing";
-        } catch (const std::runtime_error& error) {
+        } catch (const std::runtime_error &error) {
           const std::string message = error.what();
           // Rank 0 hosts the store and names the missing rank; rank 1 may instead see the
           // store go away when rank 0 gives up first.
@@ -105,7 +105,7 @@ TEST(ProcessGroup, AnUnreachableStoreIsNamed) {
   options.world_size = 2;
   auto results = accel_test::run_in_processes(
       2,
-      [](const accel_test::Peer& peer) {
+      [](const accel_test::Peer &peer) {
         if (peer.rank == 0) {
           return; // rank 0 never opens the store
         }
@@ -113,7 +113,7 @@ TEST(ProcessGroup, AnUnreachableStoreIsNamed) {
         try {
           ProcessGroup::connect(info, c10::DeviceType::CPU, with_timeout(2s));
           ADD_FAILURE() << "connect must fail without a store";
-        } catch (const std::runtime_error& error) {
+        } catch (const std::runtime_error &error) {
           const std::string message = error.what();
           EXPECT_NE(message.find("could not reach the rendezvous store at 127.0.0.1:" +
                                  std::to_string(peer.port)),

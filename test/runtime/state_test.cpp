@@ -10,8 +10,8 @@ namespace {
 using accelerate::detect_process_info;
 using accelerate::ProcessInfo;
 
-ProcessInfo detect(const std::map<std::string, std::string>& variables) {
-  return detect_process_info([&](const std::string& name) -> std::optional<std::string> {
+ProcessInfo detect(const std::map<std::string, std::string> &variables) {
+  return detect_process_info([&](const std::string &name) -> std::optional<std::string> {
     auto found = variables.find(name);
     if (found == variables.end()) {
       return std::nullopt;
@@ -96,8 +96,8 @@ TEST(State, SlurmNodeLists) {
 
 TEST(State, TorchrunVariablesWinOverTheScheduler) {
   // torchrun inside an srun allocation: its own variables describe the job.
-  const auto info = detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "7"},
-                            {"SLURM_NTASKS", "8"}});
+  const auto info =
+      detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}});
   EXPECT_EQ(info.launcher, "torchrun");
   EXPECT_EQ(info.world_size, 2);
 }
@@ -106,7 +106,7 @@ TEST(State, MalformedValuesNameTheVariable) {
   try {
     detect({{"RANK", "one"}, {"WORLD_SIZE", "2"}});
     FAIL() << "expected an error";
-  } catch (const std::invalid_argument& error) {
+  } catch (const std::invalid_argument &error) {
     EXPECT_NE(std::string(error.what()).find("RANK='one'"), std::string::npos) << error.what();
   }
   EXPECT_THROW(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), std::invalid_argument);
@@ -114,9 +114,9 @@ TEST(State, MalformedValuesNameTheVariable) {
   EXPECT_THROW(detect({{"RANK", "0"}, {"WORLD_SIZE", "0"}}), std::invalid_argument);
   EXPECT_THROW(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}),
                std::invalid_argument);
-  EXPECT_THROW(detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "3"},
-                       {"LOCAL_WORLD_SIZE", "2"}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      detect({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "2"}}),
+      std::invalid_argument);
 }
 
 } // namespace

@@ -46,22 +46,21 @@ TORCH_MODULE(Net);
 enum class OptimizerKind { SGD, Adam };
 enum class SamplerKind { Sequential, Random };
 
-inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, Net& model) {
+inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, Net &model) {
   if (kind == OptimizerKind::SGD) {
     return std::make_unique<torch::optim::SGD>(model->parameters(),
                                                torch::optim::SGDOptions(0.05).momentum(0.9));
   }
-  return std::make_unique<torch::optim::Adam>(model->parameters(),
-                                              torch::optim::AdamOptions(0.01));
+  return std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(0.01));
 }
 
 /// Parameters and buffers, detached copies.
-inline std::vector<torch::Tensor> state_of(Net& model) {
+inline std::vector<torch::Tensor> state_of(Net &model) {
   std::vector<torch::Tensor> state;
-  for (const auto& p : model->parameters()) {
+  for (const auto &p : model->parameters()) {
     state.push_back(p.detach().clone());
   }
-  for (const auto& b : model->buffers()) {
+  for (const auto &b : model->buffers()) {
     state.push_back(b.detach().clone());
   }
   return state;
@@ -78,7 +77,7 @@ std::vector<torch::Tensor> train_with_accelerator(OptimizerKind optimizer_kind, 
   auto loader = accelerator.prepare_data_loader<Sampler>(
       RegressionDataset().map(torch::data::transforms::Stack<>()), batch_size);
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    for (auto& batch : *loader) {
+    for (auto &batch : *loader) {
       optimizer->zero_grad();
       auto loss = torch::mse_loss(model->forward(batch.data), batch.target);
       accelerator.backward(loss);
@@ -97,7 +96,7 @@ std::vector<torch::Tensor> train_plain(OptimizerKind optimizer_kind, size_t batc
   auto loader = torch::data::make_data_loader<Sampler>(
       RegressionDataset().map(torch::data::transforms::Stack<>()), batch_size);
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    for (auto& batch : *loader) {
+    for (auto &batch : *loader) {
       optimizer->zero_grad();
       auto loss = torch::mse_loss(model->forward(batch.data), batch.target);
       loss.backward();

@@ -11,26 +11,26 @@
 namespace accel_test {
 namespace {
 
-constexpr const char* kWorkerVariable = "ACCEL_TEST_WORKER";
+constexpr const char *kWorkerVariable = "ACCEL_TEST_WORKER";
 
 std::string current_test_filter() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
+int env_int(const char *name) {
+  const char *value = std::getenv(name);
   return value == nullptr ? 0 : std::atoi(value);
 }
 
-[[noreturn]] void run_as_worker(const std::function<void(const Peer&)>& body) {
+[[noreturn]] void run_as_worker(const std::function<void(const Peer &)> &body) {
   Peer peer;
   peer.rank = env_int("RANK");
   peer.world_size = env_int("WORLD_SIZE");
@@ -39,7 +39,7 @@ int env_int(const char* name) {
   try {
     body(peer);
     ok = !::testing::Test::HasFailure();
-  } catch (const std::exception& error) {
+  } catch (const std::exception &error) {
     std::cerr << "rank " << peer.rank << " threw: " << error.what() << "\n";
     ok = false;
   }
@@ -56,8 +56,8 @@ bool is_worker() { return std::getenv(kWorkerVariable) != nullptr; }
 int job_id() { return is_worker() ? env_int(kWorkerVariable) : static_cast<int>(getpid()); }
 
 std::vector<WorkerResult> run_in_processes(int processes,
-                                           const std::function<void(const Peer&)>& body,
-                                           const RunOptions& options) {
+                                           const std::function<void(const Peer &)> &body,
+                                           const RunOptions &options) {
   if (is_worker()) {
     run_as_worker(body);
   }
@@ -78,7 +78,7 @@ std::vector<WorkerResult> run_in_processes(int processes,
   std::vector<WorkerResult> results;
   {
     WorkerGroup group(specs);
-    for (const auto& exit : group.wait(options.timeout)) {
+    for (const auto &exit : group.wait(options.timeout)) {
       results.push_back({exit, read_file(specs[exit.rank].output_path)});
     }
   }
@@ -86,9 +86,9 @@ std::vector<WorkerResult> run_in_processes(int processes,
   return results;
 }
 
-::testing::AssertionResult all_succeeded(const std::vector<WorkerResult>& results) {
+::testing::AssertionResult all_succeeded(const std::vector<WorkerResult> &results) {
   std::ostringstream failures;
-  for (const auto& result : results) {
+  for (const auto &result : results) {
     if (!result.exit.succeeded()) {
       failures << result.exit.describe() << "; its output:\n" << result.output << "\n";
     }

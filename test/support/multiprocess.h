@@ -36,11 +36,11 @@ struct WorkerResult {
 /// or the timeout passes) and returns their exits and output. In a worker: runs `body` and exits
 /// the process with 0 when the body raised no gtest failure and no exception, 1 otherwise.
 std::vector<WorkerResult> run_in_processes(int processes,
-                                           const std::function<void(const Peer&)>& body,
-                                           const RunOptions& options = {});
+                                           const std::function<void(const Peer &)> &body,
+                                           const RunOptions &options = {});
 
 /// True when every worker exited with 0; otherwise says which did not, with their output.
-::testing::AssertionResult all_succeeded(const std::vector<WorkerResult>& results);
+::testing::AssertionResult all_succeeded(const std::vector<WorkerResult> &results);
 
 /// True in a worker started by run_in_processes.
 bool is_worker();

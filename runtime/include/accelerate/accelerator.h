@@ -25,10 +25,10 @@ struct Runtime;
 class Accelerator {
 public:
   Accelerator();
-  explicit Accelerator(const Options& options);
+  explicit Accelerator(const Options &options);
   ~Accelerator();
-  Accelerator(const Accelerator&) = delete;
-  Accelerator& operator=(const Accelerator&) = delete;
+  Accelerator(const Accelerator &) = delete;
+  Accelerator &operator=(const Accelerator &) = delete;
 
   /// The device this process trains on: cuda:LOCAL_RANK when CUDA is available, else CPU.
   torch::Device device() const;
@@ -45,8 +45,7 @@ public:
   /// Moves the model to device(), makes every process start from process 0's parameters and
   /// buffers, and installs gradient synchronisation. Works in place on the user's objects;
   /// optimizers built before prepare keep pointing at the same (moved) parameters.
-  template <typename Model, typename... Rest>
-  void prepare(Model& model, Rest&... rest) {
+  template <typename Model, typename... Rest> void prepare(Model &model, Rest &...rest) {
     prepare_one(model);
     (prepare_one(rest), ...);
   }
@@ -79,21 +78,21 @@ public:
   // ---- training step -------------------------------------------------------------------
   /// Runs backward and completes the gradient all-reduce that started during it, so that
   /// optimizer.step() reads averaged gradients.
-  void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
+  void backward(const torch::Tensor &loss, const torch::Tensor &gradient = {},
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 
   // ---- collectives ---------------------------------------------------------------------
   /// Concatenates every process's tensor along dim 0, in process order.
-  torch::Tensor gather(const torch::Tensor& tensor);
+  torch::Tensor gather(const torch::Tensor &tensor);
   /// gather, minus the samples a prepared loader repeated to even out its last batches, so
   /// that an evaluation metric counts every sample exactly once.
-  torch::Tensor gather_for_metrics(const torch::Tensor& tensor);
+  torch::Tensor gather_for_metrics(const torch::Tensor &tensor);
   /// "sum" or "mean" of the tensor across processes; returns a new tensor.
-  torch::Tensor reduce(const torch::Tensor& tensor, const std::string& op = "sum");
+  torch::Tensor reduce(const torch::Tensor &tensor, const std::string &op = "sum");
   /// Process `src`'s tensor, on every process.
-  torch::Tensor broadcast(const torch::Tensor& tensor, int src = 0);
+  torch::Tensor broadcast(const torch::Tensor &tensor, int src = 0);
   /// Pads `dim` to the largest size across processes so that the tensors can be gathered.
-  torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0,
+  torch::Tensor pad_across_processes(const torch::Tensor &tensor, int64_t dim = 0,
                                      double pad_index = 0, bool pad_first = false);
   /// Blocks until every process arrives.
   void wait_for_everyone();
@@ -102,22 +101,21 @@ public:
   ///   { auto guard = accelerator.main_process_first(); ... }
   class MainProcessFirst {
   public:
-    explicit MainProcessFirst(Accelerator& accelerator);
+    explicit MainProcessFirst(Accelerator &accelerator);
     ~MainProcessFirst();
-    MainProcessFirst(const MainProcessFirst&) = delete;
-    MainProcessFirst& operator=(const MainProcessFirst&) = delete;
-    MainProcessFirst(MainProcessFirst&& other) noexcept;
-    MainProcessFirst& operator=(MainProcessFirst&&) = delete;
+    MainProcessFirst(const MainProcessFirst &) = delete;
+    MainProcessFirst &operator=(const MainProcessFirst &) = delete;
+    MainProcessFirst(MainProcessFirst &&other) noexcept;
+    MainProcessFirst &operator=(MainProcessFirst &&) = delete;
 
   private:
-    Accelerator* accelerator_;
+    Accelerator *accelerator_;
   };
   MainProcessFirst main_process_first() { return MainProcessFirst(*this); }
 
   // ---- output ----------------------------------------------------------------------------
   /// Prints once, on the main process (like std::cout << args... << '\n').
-  template <typename... Args>
-  void print(const Args&... args) {
+  template <typename... Args> void print(const Args &...args) {
     if (!is_main_process()) {
       return;
     }
@@ -129,15 +127,11 @@ public:
 
   /// The model itself: prepare works in place, so this is the identity; kept for code written
   /// for Python Accelerate.
-  template <typename Model>
-  Model& unwrap_model(Model& model) {
-    return model;
-  }
+  template <typename Model> Model &unwrap_model(Model &model) { return model; }
 
   /// torch::save on the main process only, written to a temporary file and renamed, so a
   /// crash never leaves a half-written file at `path`. Other processes wait for it.
-  template <typename Value>
-  void save(const Value& value, const std::string& path) {
+  template <typename Value> void save(const Value &value, const std::string &path) {
     if (is_main_process()) {
       const std::string temporary = temporary_path_for(path);
       try {
@@ -152,19 +146,17 @@ public:
   }
 
   /// For the runtime's own parts (data loaders, tests); not needed in training code.
-  detail::Runtime& runtime() { return *runtime_; }
+  detail::Runtime &runtime() { return *runtime_; }
 
 private:
-  template <typename M>
-  void prepare_one(std::shared_ptr<M>& model) {
+  template <typename M> void prepare_one(std::shared_ptr<M> &model) {
     if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
       prepare_module(model);
     } else {
       prepare_one(*model);
     }
   }
-  template <typename T>
-  void prepare_one(T& object) {
+  template <typename T> void prepare_one(T &object) {
     if constexpr (std::is_base_of_v<torch::detail::ModuleHolderIndicator, T>) {
       prepare_module(object.ptr()); // Net model; (TORCH_MODULE)
     } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
@@ -181,13 +173,13 @@ private:
     }
   }
 
-  void prepare_module(const std::shared_ptr<torch::nn::Module>& module);
-  void prepare_optimizer(torch::optim::Optimizer& optimizer);
-  void prepare_scheduler(torch::optim::LRScheduler& scheduler);
+  void prepare_module(const std::shared_ptr<torch::nn::Module> &module);
+  void prepare_optimizer(torch::optim::Optimizer &optimizer);
+  void prepare_scheduler(torch::optim::LRScheduler &scheduler);
   std::shared_ptr<detail::LoaderContext> loader_context();
-  static std::string temporary_path_for(const std::string& path);
-  static void discard_temporary(const std::string& temporary);
-  static void commit_temporary(const std::string& temporary, const std::string& path);
+  static std::string temporary_path_for(const std::string &path);
+  static void discard_temporary(const std::string &temporary);
+  static void commit_temporary(const std::string &temporary, const std::string &path);
 
   std::unique_ptr<detail::Runtime> runtime_;
 };

@@ -21,7 +21,7 @@ struct LoaderContext {
   int world_size = 1;
   bool even_batches = true;
   /// Replaces `indices` on every process with process 0's.
-  std::function<void(std::vector<int64_t>& indices)> broadcast_indices;
+  std::function<void(std::vector<int64_t> &indices)> broadcast_indices;
 
   // State of the loader that delivered the latest batch, read by gather_for_metrics.
   bool end_of_dataloader = false;
@@ -39,17 +39,17 @@ struct ShardPlan {
 /// Batch k of the epoch goes to process k % world_size. With even_batches (and not drop_last)
 /// the order is extended from its start until every process has equally many full batches;
 /// with drop_last the partial batch and the batches that cannot be shared evenly are dropped.
-ShardPlan plan_shard(const std::vector<int64_t>& order, size_t batch_size, int rank,
-                     int world_size, bool even_batches, bool drop_last);
+ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int rank, int world_size,
+                     bool even_batches, bool drop_last);
 
 /// Moves a batch to the device. Examples and tensors move; other batch types are returned as
 /// they are (the program moves them itself).
-inline torch::Tensor to_device(torch::Tensor batch, const torch::Device& device) {
+inline torch::Tensor to_device(torch::Tensor batch, const torch::Device &device) {
   return batch.defined() ? batch.to(device) : batch;
 }
 template <typename Data, typename Target>
 torch::data::Example<Data, Target> to_device(torch::data::Example<Data, Target> batch,
-                                             const torch::Device& device) {
+                                             const torch::Device &device) {
   if constexpr (std::is_same_v<Data, torch::Tensor>) {
     batch.data = to_device(std::move(batch.data), device);
   }
@@ -58,17 +58,13 @@ torch::data::Example<Data, Target> to_device(torch::data::Example<Data, Target> 
   }
   return batch;
 }
-template <typename T>
-std::vector<T> to_device(std::vector<T> batch, const torch::Device& device) {
-  for (auto& item : batch) {
+template <typename T> std::vector<T> to_device(std::vector<T> batch, const torch::Device &device) {
+  for (auto &item : batch) {
     item = to_device(std::move(item), device);
   }
   return batch;
 }
-template <typename T>
-T to_device(T batch, const torch::Device&) {
-  return batch;
-}
+template <typename T> T to_device(T batch, const torch::Device &) { return batch; }
 
 /// The sampler the inner LibTorch loader uses: it hands out this process's planned batches.
 /// Copies share one state, so the copy LibTorch's loader keeps is the one we plan into (the
@@ -91,7 +87,7 @@ public:
   /// A new epoch: process 0 draws the order from the user's sampler (so one process consumes
   /// randomness exactly as the plain loop would), every process receives it and takes its part.
   void reset(std::optional<size_t> new_size = std::nullopt) override {
-    auto& s = *state_;
+    auto &s = *state_;
     if (new_size) {
       s.dataset_size = *new_size;
     }
@@ -111,17 +107,17 @@ public:
   }
 
   std::optional<std::vector<size_t>> next(size_t /*batch_size*/) override {
-    auto& s = *state_;
+    auto &s = *state_;
     if (s.next >= s.plan.batches.size()) {
       return std::nullopt;
     }
     return s.plan.batches[s.next++];
   }
 
-  void save(torch::serialize::OutputArchive& archive) const override {
+  void save(torch::serialize::OutputArchive &archive) const override {
     archive.write("accelerate_shard_next", torch::tensor(static_cast<int64_t>(state_->next)));
   }
-  void load(torch::serialize::InputArchive& archive) override {
+  void load(torch::serialize::InputArchive &archive) override {
     torch::Tensor next;
     archive.read("accelerate_shard_next", next);
     state_->next = static_cast<size_t>(next.item<int64_t>());
@@ -135,8 +131,7 @@ private:
 
 /// The loader Accelerator::prepare_data_loader returns. Iterate it like a LibTorch loader:
 ///   for (auto& batch : *loader) { ... }   // batch already on accelerator.device()
-template <typename Dataset, typename Sampler>
-class ShardedDataLoader {
+template <typename Dataset, typename Sampler> class ShardedDataLoader {
   using ShardSampler = detail::ShardSampler<Sampler>;
   using Inner = torch::data::StatelessDataLoader<Dataset, ShardSampler>;
 
@@ -160,13 +155,13 @@ public:
     using iterator_category = std::input_iterator_tag;
     using value_type = BatchType;
     using difference_type = std::ptrdiff_t;
-    using pointer = BatchType*;
-    using reference = BatchType&;
+    using pointer = BatchType *;
+    using reference = BatchType &;
 
-    Iterator(ShardedDataLoader* loader, torch::data::Iterator<BatchType> inner)
+    Iterator(ShardedDataLoader *loader, torch::data::Iterator<BatchType> inner)
         : loader_(loader), inner_(std::move(inner)) {}
 
-    BatchType& operator*() {
+    BatchType &operator*() {
       if (!current_) {
         current_ = detail::to_device(*inner_, loader_->context_->device);
         ++loader_->delivered_;
@@ -177,8 +172,8 @@ public:
       }
       return *current_;
     }
-    BatchType* operator->() { return &**this; }
-    Iterator& operator++() {
+    BatchType *operator->() { return &**this; }
+    Iterator &operator++() {
       if (!current_) {
         **this; // count a batch that was skipped without being read
       }
@@ -186,11 +181,11 @@ public:
       ++inner_;
       return *this;
     }
-    bool operator==(const Iterator& other) const { return inner_ == other.inner_; }
-    bool operator!=(const Iterator& other) const { return !(*this == other); }
+    bool operator==(const Iterator &other) const { return inner_ == other.inner_; }
+    bool operator!=(const Iterator &other) const { return !(*this == other); }
 
   private:
-    ShardedDataLoader* loader_;
+    ShardedDataLoader *loader_;
     torch::data::Iterator<BatchType> inner_;
     std::optional<BatchType> current_;
   };

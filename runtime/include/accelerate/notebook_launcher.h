@@ -28,52 +28,47 @@ namespace detail {
 /// for the rendezvous) and runs `body` in each; returns the bytes rank 0's body returned.
 /// Throws std::runtime_error naming the rank and its error when a worker throws, crashes or is
 /// killed, after stopping the others; refuses before forking when forking is unsafe.
-std::string run_in_forked_workers(int num_processes, const std::function<std::string()>& body,
-                                  const NotebookLauncherOptions& options);
+std::string run_in_forked_workers(int num_processes, const std::function<std::string()> &body,
+                                  const NotebookLauncherOptions &options);
 
 /// Carries a function's result from rank 0 back to the caller.
-template <typename T, typename = void>
-struct ResultCodec {
+template <typename T, typename = void> struct ResultCodec {
   static_assert(sizeof(T) == 0, "notebook_launcher returns void, arithmetic values, std::string, "
                                 "torch::Tensor or std::vector<torch::Tensor>");
 };
-template <typename T>
-struct ResultCodec<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
-  static std::string encode(const T& value) {
-    return std::string(reinterpret_cast<const char*>(&value), sizeof(T));
+template <typename T> struct ResultCodec<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
+  static std::string encode(const T &value) {
+    return std::string(reinterpret_cast<const char *>(&value), sizeof(T));
   }
-  static T decode(const std::string& bytes) {
+  static T decode(const std::string &bytes) {
     T value{};
     std::memcpy(&value, bytes.data(), sizeof(T));
     return value;
   }
 };
-template <>
-struct ResultCodec<std::string> {
-  static std::string encode(const std::string& value) { return value; }
-  static std::string decode(const std::string& bytes) { return bytes; }
+template <> struct ResultCodec<std::string> {
+  static std::string encode(const std::string &value) { return value; }
+  static std::string decode(const std::string &bytes) { return bytes; }
 };
-template <>
-struct ResultCodec<torch::Tensor> {
-  static std::string encode(const torch::Tensor& value) {
+template <> struct ResultCodec<torch::Tensor> {
+  static std::string encode(const torch::Tensor &value) {
     const auto bytes = torch::pickle_save(value.cpu());
     return std::string(bytes.begin(), bytes.end());
   }
-  static torch::Tensor decode(const std::string& bytes) {
+  static torch::Tensor decode(const std::string &bytes) {
     return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
   }
 };
-template <>
-struct ResultCodec<std::vector<torch::Tensor>> {
-  static std::string encode(const std::vector<torch::Tensor>& value) {
+template <> struct ResultCodec<std::vector<torch::Tensor>> {
+  static std::string encode(const std::vector<torch::Tensor> &value) {
     std::vector<torch::Tensor> on_cpu;
-    for (const auto& tensor : value) {
+    for (const auto &tensor : value) {
       on_cpu.push_back(tensor.cpu());
     }
     const auto bytes = torch::pickle_save(c10::List<torch::Tensor>(on_cpu));
     return std::string(bytes.begin(), bytes.end());
   }
-  static std::vector<torch::Tensor> decode(const std::string& bytes) {
+  static std::vector<torch::Tensor> decode(const std::string &bytes) {
     return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensorVector();
   }
 };
@@ -83,9 +78,9 @@ struct ResultCodec<std::vector<torch::Tensor>> {
 /// Runs fn(args...) on `num_processes` processes forked from this one and returns rank 0's
 /// result. One process runs fn in the caller, without forking. See docs/runtime.md.
 template <typename Fn, typename... Args>
-auto notebook_launcher(Fn fn, int num_processes, const NotebookLauncherOptions& options = {},
-                       Args... args) -> std::invoke_result_t<Fn&, Args&...> {
-  using Result = std::invoke_result_t<Fn&, Args&...>;
+auto notebook_launcher(Fn fn, int num_processes, const NotebookLauncherOptions &options = {},
+                       Args... args) -> std::invoke_result_t<Fn &, Args &...> {
+  using Result = std::invoke_result_t<Fn &, Args &...>;
   if (num_processes == 1) {
     return fn(args...);
   }
@@ -107,7 +102,7 @@ auto notebook_launcher(Fn fn, int num_processes, const NotebookLauncherOptions& 
 
 /// The same as notebook_launcher, under a plain name.
 template <typename Fn, typename... Args>
-auto launch_local(Fn fn, int num_processes, const NotebookLauncherOptions& options = {},
+auto launch_local(Fn fn, int num_processes, const NotebookLauncherOptions &options = {},
                   Args... args) {
   return notebook_launcher(std::move(fn), num_processes, options, std::move(args)...);
 }

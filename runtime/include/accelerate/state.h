@@ -24,7 +24,7 @@ struct ProcessInfo {
 };
 
 /// Looks an environment variable up; returns nothing when it is unset.
-using EnvironmentLookup = std::function<std::optional<std::string>(const std::string&)>;
+using EnvironmentLookup = std::function<std::optional<std::string>(const std::string &)>;
 
 /// Reads the process's place from the real environment.
 ProcessInfo detect_process_info();
@@ -32,9 +32,9 @@ ProcessInfo detect_process_info();
 /// Reads the process's place through `lookup`, in this order: RANK/WORLD_SIZE (accel launch,
 /// torchrun), OMPI_COMM_WORLD_* (OpenMPI), PMI_* (MPICH), SLURM_* (srun). Throws
 /// std::invalid_argument naming the variable when a value is malformed or inconsistent.
-ProcessInfo detect_process_info(const EnvironmentLookup& lookup);
+ProcessInfo detect_process_info(const EnvironmentLookup &lookup);
 
 /// The first host of a SLURM node list: "node[03-05,9],gpu1" gives "node03".
-std::string first_host_of_slurm_nodelist(const std::string& nodelist);
+std::string first_host_of_slurm_nodelist(const std::string &nodelist);
 
 } // namespace accelerate
