@@ -2,7 +2,8 @@
 //
 // Items are applied left to right. A selection whose first item names a rule starts from
 // no rules ("backward,device"); one that starts with an exclusion starts from all of them
-// ("-save"). "all" stands for every rule, so "all,-save" equals "-save".
+// ("-save"). "all" stands for every rule, so "all,-save" equals "-save". The supporting
+// rules (RuleInfo::OnlyWithOtherEdits) stay selected unless an item excludes them by name.
 //
 //===----------------------------------------------------------------------===//
 #include "accel/rewrites/Rules.h"
@@ -43,6 +44,7 @@ std::string knownRules(llvm::ArrayRef<RuleInfo> Registry) {
 llvm::Expected<std::vector<RuleInfo>> selectRules(llvm::StringRef Spec,
                                                   llvm::ArrayRef<RuleInfo> Registry) {
   std::vector<bool> Chosen(Registry.size(), true);
+  std::vector<bool> Excluded(Registry.size(), false);
   if (!Spec.trim().empty()) {
     llvm::SmallVector<llvm::StringRef> Items;
     Spec.split(Items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
@@ -67,6 +69,14 @@ llvm::Expected<std::vector<RuleInfo>> selectRules(llvm::StringRef Spec,
                               ")");
       }
       Chosen[Rule - Registry.begin()] = !Exclude;
+      Excluded[Rule - Registry.begin()] = Exclude;
+    }
+  }
+  // The rules other rules' edits need (the include, the Accelerator) come along unless
+  // excluded by name: "--rules=backward" must not write code that does not compile.
+  for (size_t I = 0; I < Registry.size(); ++I) {
+    if (Registry[I].OnlyWithOtherEdits && !Excluded[I]) {
+      Chosen[I] = true;
     }
   }
   std::vector<RuleInfo> Selected;

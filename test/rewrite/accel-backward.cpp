@@ -12,6 +12,9 @@
 // Only this rule (and the include and Accelerator it needs):
 // RUN: %accel-rewrite --rules=backward %t/input.cpp -o %t/only.cpp -- %torch_flags 2>/dev/null
 // RUN: FileCheck %s --check-prefix=ONLY --input-file=%t/only.cpp
+// ONLY: #include <accelerate/accelerate.h>
+// ONLY: accelerate::Accelerator accelerator;
+// ONLY-NOT: accelerator.prepare
 // ONLY: accelerator.backward(loss);
 // ONLY: torch::save(model, "model.pt");
 
