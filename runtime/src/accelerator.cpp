@@ -41,6 +41,18 @@ Options resolve(Options options) {
   if (!options.cpu) {
     options.cpu = truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
   }
+  if (!options.gradient_accumulation_steps) {
+    const auto text = environment("ACCELERATE_GRADIENT_ACCUMULATION_STEPS").value_or("1");
+    try {
+      options.gradient_accumulation_steps = std::stoi(text);
+    } catch (const std::exception &) {
+      options.gradient_accumulation_steps = 0;
+    }
+  }
+  if (*options.gradient_accumulation_steps < 1) {
+    throw std::invalid_argument("accelerate: gradient_accumulation_steps must be at least 1 "
+                                "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
+  }
   if (!options.timeout) {
     if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
       try {
@@ -130,6 +142,7 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
+  rt.accumulation_steps = *rt.options.gradient_accumulation_steps;
   if (rt.device.is_cuda()) {
     use_cuda_device(rt.device);
   }
@@ -204,13 +217,11 @@ std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {
 
 void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradient,
                            std::optional<bool> retain_graph, bool create_graph) {
-  loss.backward(gradient, retain_graph, create_graph);
-  // Autograd already finalized the sync when backward ended; this covers a backward in which
-  // no prepared parameter received a gradient (nothing to do then) and keeps the contract
-  // explicit: when backward returns, gradients are averaged.
-  for (auto &sync : runtime_->gradient_syncs) {
-    sync->finalize();
-  }
+  // Accumulating N steps sums N gradients: each contributes 1/N, as one step over N batches.
+  const int steps = runtime_->accumulation_steps;
+  const auto scaled = steps > 1 ? loss / steps : loss;
+  // Gradient synchronisation completes inside: autograd runs it when backward ends.
+  scaled.backward(gradient, retain_graph, create_graph);
 }
 
 void Accelerator::wait_for_everyone() {

@@ -23,6 +23,12 @@ struct Runtime {
   std::shared_ptr<LoaderContext> loader_context;
   std::vector<torch::optim::Optimizer *> optimizers;
   std::vector<torch::optim::LRScheduler *> schedulers;
+
+  // Gradient accumulation (Accelerator::accumulate).
+  int accumulation_steps = 1;
+  int accumulation_step = 0;      ///< steps since the last synchronised one
+  bool sync_gradients = true;     ///< this training step communicates and steps
+  bool optimizer_stepped = false; ///< an optimizer stepped in this training step
 };
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).

@@ -1,6 +1,7 @@
 // Runs a test body in N real processes that talk over 127.0.0.1, the way `accel launch` would
 // start them. The parent re-executes this test binary once per rank with a filter selecting the
-// current test; each copy runs the body and exits with its verdict.
+// current test; each copy runs the body and exits with its verdict. A worker re-runs its test
+// from the start and leaves at the first run_in_processes call, so a test makes one such call.
 #pragma once
 
 #include "worker_group.h"

@@ -81,6 +81,52 @@ public:
   void backward(const torch::Tensor &loss, const torch::Tensor &gradient = {},
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 
+  // ---- gradient accumulation and the optimizer step -------------------------------------
+  /// Marks one training step inside an accumulation cycle of gradient_accumulation_steps:
+  ///   for (auto& batch : *loader) {
+  ///     auto guard = accelerator.accumulate(model);
+  ///     accelerator.backward(loss);          // loss scaled by 1/N
+  ///     accelerator.step(optimizer);         // steps only when sync_gradients()
+  ///     accelerator.step(scheduler);
+  ///     accelerator.zero_grad(optimizer);
+  ///   }
+  /// Gradients are communicated only on every N-th step and on the last batch of a prepared
+  /// loader; on the others they accumulate locally. The models are named for code written
+  /// for Python Accelerate; the cycle applies to every prepared model.
+  class AccumulateGuard {
+  public:
+    explicit AccumulateGuard(Accelerator &accelerator);
+    ~AccumulateGuard();
+    AccumulateGuard(const AccumulateGuard &) = delete;
+    AccumulateGuard &operator=(const AccumulateGuard &) = delete;
+    AccumulateGuard(AccumulateGuard &&other) noexcept;
+    AccumulateGuard &operator=(AccumulateGuard &&) = delete;
+
+  private:
+    Accelerator *accelerator_;
+  };
+  template <typename... Models> [[nodiscard]] AccumulateGuard accumulate(Models &...) {
+    return AccumulateGuard(*this);
+  }
+  /// Whether this step communicates gradients and moves the optimizer (always true outside
+  /// accumulate()).
+  bool sync_gradients() const;
+  int gradient_accumulation_steps() const;
+
+  /// optimizer.step() on steps that synchronise gradients; nothing on the others. Returns
+  /// whether it stepped.
+  bool step(torch::optim::Optimizer &optimizer);
+  /// scheduler.step() once per optimizer step, whatever the number of processes or
+  /// accumulation steps; nothing when the optimizer did not step in this training step.
+  bool step(torch::optim::LRScheduler &scheduler);
+  /// optimizer.zero_grad() after a synchronised step; on accumulation steps the gradients
+  /// must stay.
+  void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
+  /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Only
+  /// meaningful when sync_gradients(): before that, each process holds a partial sum.
+  double clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
+                         double norm_type = 2.0);
+
   // ---- collectives ---------------------------------------------------------------------
   /// Concatenates every process's tensor along dim 0, in process order.
   torch::Tensor gather(const torch::Tensor &tensor);

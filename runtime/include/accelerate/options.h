@@ -16,6 +16,9 @@ struct Options {
   std::optional<bool> cpu;
   /// Rendezvous and collective timeout. Env: ACCELERATE_TIMEOUT (seconds). Default 30 min.
   std::optional<std::chrono::milliseconds> timeout;
+  /// Steps whose gradients are summed locally before one synchronised optimizer step; see
+  /// Accelerator::accumulate. Env: ACCELERATE_GRADIENT_ACCUMULATION_STEPS. Default 1.
+  std::optional<int> gradient_accumulation_steps;
   /// Gradient bucket size for the all-reduce (DDP's bucket_cap_mb): larger buckets mean fewer
   /// collectives, smaller ones start communicating earlier in backward.
   double bucket_cap_mb = 25.0;

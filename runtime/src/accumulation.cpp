@@ -1,0 +1,77 @@
+// Gradient accumulation and the optimizer step: Accelerator::accumulate, step, zero_grad,
+// clip_grad_norm_. See docs/design.md, "The optimizer step".
+#include "accelerate/accelerator.h"
+
+#include "runtime.h"
+
+namespace accelerate {
+
+Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
+    : accelerator_(&accelerator) {
+  auto &rt = accelerator.runtime();
+  // A cycle ends every N steps and with the last batch of a prepared loader, so no gradient
+  // is left unapplied at the end of an epoch.
+  if (rt.loader_context->end_of_dataloader) {
+    rt.accumulation_step = 0;
+    rt.sync_gradients = true;
+  } else {
+    rt.accumulation_step = (rt.accumulation_step + 1) % rt.accumulation_steps;
+    rt.sync_gradients = rt.accumulation_step == 0;
+  }
+  rt.optimizer_stepped = false;
+  for (auto &sync : rt.gradient_syncs) {
+    sync->set_enabled(rt.sync_gradients);
+  }
+}
+
+Accelerator::AccumulateGuard::AccumulateGuard(AccumulateGuard &&other) noexcept
+    : accelerator_(other.accelerator_) {
+  other.accelerator_ = nullptr;
+}
+
+Accelerator::AccumulateGuard::~AccumulateGuard() {
+  if (accelerator_ == nullptr) {
+    return;
+  }
+  // Outside a guard every backward synchronises again.
+  auto &rt = accelerator_->runtime();
+  for (auto &sync : rt.gradient_syncs) {
+    sync->set_enabled(true);
+  }
+}
+
+bool Accelerator::sync_gradients() const { return runtime_->sync_gradients; }
+
+int Accelerator::gradient_accumulation_steps() const { return runtime_->accumulation_steps; }
+
+bool Accelerator::step(torch::optim::Optimizer &optimizer) {
+  if (!runtime_->sync_gradients) {
+    return false;
+  }
+  optimizer.step();
+  runtime_->optimizer_stepped = true;
+  return true;
+}
+
+bool Accelerator::step(torch::optim::LRScheduler &scheduler) {
+  // Outside accumulate() there is no cycle: the scheduler follows the program's calls.
+  const bool in_cycle = runtime_->accumulation_steps > 1;
+  if (in_cycle && !runtime_->optimizer_stepped) {
+    return false;
+  }
+  scheduler.step();
+  return true;
+}
+
+void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none) {
+  if (runtime_->sync_gradients) {
+    optimizer.zero_grad(set_to_none);
+  }
+}
+
+double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters,
+                                    double max_norm, double norm_type) {
+  return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
+}
+
+} // namespace accelerate

@@ -1,0 +1,173 @@
+// Gradient accumulation, the optimizer step and clipping.
+#include "multiprocess.h"
+#include "training_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+using namespace accel_test;
+
+template <typename Sampler>
+std::vector<torch::Tensor> train_accumulating(int accumulation, size_t batch, uint64_t seed) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = accumulation;
+  accelerate::Accelerator accelerator(options);
+  accelerate::set_seed(seed);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  accelerator.prepare(model, optimizer);
+  auto loader = accelerator.prepare_data_loader<Sampler>(
+      RegressionDataset().map(torch::data::transforms::Stack<>()), batch);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (auto &b : *loader) {
+      auto guard = accelerator.accumulate(model);
+      accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
+      accelerator.step(optimizer);
+      accelerator.zero_grad(optimizer);
+    }
+  }
+  return state_of(model);
+}
+
+std::string result_path() {
+  return (std::filesystem::temp_directory_path() /
+          ("accel-accumulation-" + std::to_string(job_id()) + ".pt"))
+      .string();
+}
+
+template <typename Sampler> void expect_two_by_two_equals_one_at_4b() {
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    auto state = train_accumulating<Sampler>(2, 4, 1000 + peer.rank);
+    if (peer.rank == 0) {
+      torch::save(state, result_path());
+    }
+  });
+  ASSERT_TRUE(all_succeeded(results));
+  std::vector<torch::Tensor> distributed;
+  torch::load(distributed, result_path());
+  std::filesystem::remove(result_path());
+  const auto single = train_accumulating<Sampler>(1, 16, 1000);
+  ASSERT_EQ(distributed.size(), single.size());
+  for (size_t i = 0; i < single.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(distributed[i], single[i], 1e-5, 1e-6))
+        << "tensor " << i << " differs by " << (distributed[i] - single[i]).abs().max();
+  }
+}
+
+// One job per test: a worker re-runs its test from the start (multiprocess.h).
+TEST(Accumulation, TwoProcessesAccumulatingTwoAtBatchBMatchOneProcessAt4BSequential) {
+  expect_two_by_two_equals_one_at_4b<torch::data::samplers::SequentialSampler>();
+}
+
+TEST(Accumulation, TwoProcessesAccumulatingTwoAtBatchBMatchOneProcessAt4BRandom) {
+  expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>();
+}
+
+TEST(Accumulation, GradientsStayLocalUntilTheSyncStep) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    accelerate::Options options;
+    options.gradient_accumulation_steps = 2;
+    accelerate::Accelerator accelerator(options);
+    Net model;
+    accelerator.prepare(model);
+    const auto x = torch::ones({2, 8}) * (peer.rank + 1); // different data on each process
+    const auto grads_now = [&] { return model->first->weight.grad().clone(); };
+
+    // Step 1 of 2: no communication; the gradient is this process's own, halved.
+    {
+      auto guard = accelerator.accumulate(model);
+      EXPECT_FALSE(accelerator.sync_gradients());
+      accelerator.backward(model->forward(x).sum());
+    }
+    const auto local = grads_now();
+    auto both = accelerator.gather(local.unsqueeze(0));
+    EXPECT_FALSE(torch::equal(both[0], both[1])) << "gradients were synchronised too early";
+
+    // Step 2 of 2: the sum of both steps, averaged over the processes.
+    {
+      auto guard = accelerator.accumulate(model);
+      EXPECT_TRUE(accelerator.sync_gradients());
+      accelerator.backward(model->forward(x).sum());
+    }
+    const auto synced = grads_now();
+    both = accelerator.gather(synced.unsqueeze(0));
+    EXPECT_TRUE(torch::equal(both[0], both[1])) << "gradients differ after the sync step";
+    const auto expected = accelerator.reduce(local * 2, "mean");
+    EXPECT_TRUE(torch::allclose(synced, expected, 1e-5, 1e-6));
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+TEST(Accumulation, OptimizerAndSchedulerMoveOncePerCycle) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = 3;
+  accelerate::Accelerator accelerator(options);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  torch::optim::StepLR scheduler(optimizer, /*step_size=*/1, /*gamma=*/0.5);
+  accelerator.prepare(model, optimizer, scheduler);
+  int optimizer_steps = 0, scheduler_steps = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto guard = accelerator.accumulate(model);
+    const auto before = model->first->weight.detach().clone();
+    accelerator.backward(model->forward(torch::ones({2, 8})).sum());
+    optimizer_steps += accelerator.step(optimizer) ? 1 : 0;
+    scheduler_steps += accelerator.step(scheduler) ? 1 : 0;
+    accelerator.zero_grad(optimizer);
+    const bool moved = !torch::equal(before, model->first->weight);
+    EXPECT_EQ(moved, i % 3 == 2) << "step " << i;
+  }
+  EXPECT_EQ(optimizer_steps, 2);
+  EXPECT_EQ(scheduler_steps, 2);
+}
+
+TEST(Accumulation, TheLastBatchOfALoaderAlwaysSyncs) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = 4;
+  accelerate::Accelerator accelerator(options);
+  Net model;
+  accelerator.prepare(model);
+  // 48 samples at batch 10: 5 batches; steps 4 and 5 (the last) synchronise.
+  auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+      RegressionDataset().map(torch::data::transforms::Stack<>()), 10);
+  std::vector<bool> syncs;
+  for (auto &b : *loader) {
+    auto guard = accelerator.accumulate(model);
+    syncs.push_back(accelerator.sync_gradients());
+    accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
+  }
+  EXPECT_EQ(syncs, (std::vector<bool>{false, false, false, true, true}));
+}
+
+TEST(Accumulation, SettingsFromTheEnvironmentAndBadValues) {
+  setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "3", 1);
+  EXPECT_EQ(accelerate::Accelerator().gradient_accumulation_steps(), 3);
+  setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "zero", 1);
+  EXPECT_THROW(accelerate::Accelerator(), std::invalid_argument);
+  unsetenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS");
+  EXPECT_EQ(accelerate::Accelerator().gradient_accumulation_steps(), 1);
+}
+
+TEST(Clipping, ReturnsTheNormAndClips) {
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  accelerator.backward(model->forward(torch::ones({4, 8}) * 10).sum());
+  double before = 0;
+  for (const auto &p : model->parameters()) {
+    before += p.grad().pow(2).sum().item<double>();
+  }
+  const double norm = accelerator.clip_grad_norm_(model->parameters(), 0.5);
+  EXPECT_NEAR(norm, std::sqrt(before), 1e-3 * std::sqrt(before));
+  double after = 0;
+  for (const auto &p : model->parameters()) {
+    after += p.grad().pow(2).sum().item<double>();
+  }
+  EXPECT_NEAR(std::sqrt(after), 0.5, 1e-4);
+}
+
+} // namespace
