@@ -30,9 +30,9 @@
 #include <iostream>
 
 /// 28x28 "images" with a label each, like MNIST.
-class FakeMnist : public torch::data::datasets::Dataset<FakeMnist> {
+class SyntheticMnist : public torch::data::datasets::Dataset<SyntheticMnist> {
 public:
-  explicit FakeMnist(int64_t size)
+  explicit SyntheticMnist(int64_t size)
       : images_(torch::rand({size, 1, 28, 28})), labels_(torch::randint(10, {size})) {}
   torch::data::Example<> get(size_t index) override {
     return {images_[static_cast<int64_t>(index)], labels_[static_cast<int64_t>(index)]};
@@ -63,11 +63,11 @@ int main(int argc, char **argv) {
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
 
-  auto train_set = FakeMnist(256).map(torch::data::transforms::Stack<>());
+  auto train_set = SyntheticMnist(256).map(torch::data::transforms::Stack<>());
   auto train_loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
       std::move(train_set), batch_size);
   auto test_loader =
-      torch::data::make_data_loader(FakeMnist(64).map(torch::data::transforms::Stack<>()), 64);
+      torch::data::make_data_loader(SyntheticMnist(64).map(torch::data::transforms::Stack<>()), 64);
 
   for (int epoch = 1; epoch <= 2; ++epoch) {
     model->train();
