@@ -20,13 +20,12 @@ AST_MATCHER(QualType, isAccelerator) { return isAcceleratorType(Node); }
 
 Rule makeAcceleratorRule() {
   auto AnyAccelerator = varDecl(hasType(isAccelerator()));
-  auto Setup = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
-                            unless(hasDescendant(AnyAccelerator)),
-                            unless(hasAnyParameter(AnyAccelerator)),
-                            hasBody(compoundStmt(hasAnySubstatement(stmt().bind("first")))))
-                   .bind("function");
-  EditGenerator Edits =
-      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+  auto Setup =
+      functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
+                   unless(hasDescendant(AnyAccelerator)), unless(hasAnyParameter(AnyAccelerator)),
+                   hasBody(compoundStmt(hasAnySubstatement(stmt().bind("first")))))
+          .bind("function");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Body =
         cast<CompoundStmt>(Match.Nodes.getNodeAs<FunctionDecl>("function")->getBody());
     SourceLocation First = Body->body_front()->getBeginLoc();
@@ -40,8 +39,7 @@ Rule makeAcceleratorRule() {
                                                  : "accelerate::Accelerator accelerator;\n"));
     return Result;
   };
-  return makeRule(Setup, Edits,
-                  finding(Finding::Rewrite, "first", [](const MatchResult &Match) {
+  return makeRule(Setup, Edits, finding(Finding::Rewrite, "first", [](const MatchResult &Match) {
                     return "the Accelerator sets up the processes of this run; " +
                            functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
                            " creates the optimizer";

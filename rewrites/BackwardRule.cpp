@@ -111,12 +111,12 @@ std::optional<std::string> replacement(const MatchResult &Match) {
 } // namespace
 
 Rule makeBackwardRule() {
-  auto Backward = callExpr(inUserCode(),
-                           anyOf(cxxMemberCallExpr(callee(cxxMethodDecl(
-                                     hasName("backward"), ofClass(hasName("::at::Tensor"))))),
-                                 callExpr(callee(functionDecl(
-                                     hasName("::torch::autograd::backward"))))))
-                      .bind("call");
+  auto Backward =
+      callExpr(inUserCode(),
+               anyOf(cxxMemberCallExpr(callee(
+                         cxxMethodDecl(hasName("backward"), ofClass(hasName("::at::Tensor"))))),
+                     callExpr(callee(functionDecl(hasName("::torch::autograd::backward"))))))
+          .bind("call");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     std::optional<std::string> Text = replacement(Match);
     if (!Text) {

@@ -68,8 +68,7 @@ Plan plan(const MatchResult &Match) {
   bool Training = isTrainingLoader(Loader, Ctx);
   if (!Training) {
     if (!iteratedByRangeFor(Loader, Ctx) &&
-        !match(acceleratorFunction(), *cast<FunctionDecl>(Loader->getDeclContext()), Ctx)
-             .empty()) {
+        !match(acceleratorFunction(), *cast<FunctionDecl>(Loader->getDeclContext()), Ctx).empty()) {
       Warn("data loader '" + Name +
            "' is not iterated by a loop here; if it feeds training, create it with "
            "accelerator.prepare_data_loader<Sampler>(dataset, options) so that each process "
@@ -91,8 +90,8 @@ Plan plan(const MatchResult &Match) {
     return Result;
   }
   Edit Rename;
-  Rename.Range = CharSourceRange::getTokenRange(Callee->getBeginLoc(),
-                                                Callee->getNameInfo().getEndLoc());
+  Rename.Range =
+      CharSourceRange::getTokenRange(Callee->getBeginLoc(), Callee->getNameInfo().getEndLoc());
   Rename.Replacement = "accelerator.prepare_data_loader";
   Result.Edits.push_back(Rename);
   if (Args.size() == 1) {
@@ -110,11 +109,10 @@ Plan plan(const MatchResult &Match) {
 } // namespace
 
 Rule makeDataLoaderRule() {
-  auto Call = callExpr(inUserCode(),
-                       callee(functionDecl(hasName("::torch::data::make_data_loader"))))
-                  .bind("call");
-  EditGenerator Edits =
-      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+  auto Call =
+      callExpr(inUserCode(), callee(functionDecl(hasName("::torch::data::make_data_loader"))))
+          .bind("call");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     for (const Edit &E : plan(Match).Edits) {
       if (E.Range.getBegin().isMacroID() || E.Range.getEnd().isMacroID()) {
         return llvm::SmallVector<Edit, 1>();
@@ -122,8 +120,9 @@ Rule makeDataLoaderRule() {
     }
     return plan(Match).Edits;
   };
-  return makeRule(Call, Edits,
-                  dynamicFinding("call", [](const MatchResult &Match) { return plan(Match).Note; }));
+  return makeRule(Call, Edits, dynamicFinding("call", [](const MatchResult &Match) {
+                    return plan(Match).Note;
+                  }));
 }
 
 } // namespace accel::rewrites

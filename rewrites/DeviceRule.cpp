@@ -46,8 +46,7 @@ std::string argsAfterFirst(const CallExpr *Call, ASTContext &Ctx) {
 
 /// "obj.to(dtype, rest...)" for a call "obj.to(device, dtype, rest...)", "obj" for
 /// "obj.to(device[, non_blocking...])", from the source text.
-std::string withoutDevice(const CXXMemberCallExpr *Call, const Expr *Object,
-                          ASTContext &Ctx) {
+std::string withoutDevice(const CXXMemberCallExpr *Call, const Expr *Object, ASTContext &Ctx) {
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
   std::string Text = sourceText(Object, Ctx);
   if (Args.size() >= 2 && isScalarTypeEnum(spelled(Args[1])->getType())) {
@@ -65,44 +64,43 @@ Rule makeDeviceRule() {
   // 1. The device variable of a function that has (or gets) the accelerator.
   auto CudaTest = callExpr(callee(functionDecl(hasName("::torch::cuda::is_available"))));
   auto DeviceVar =
-      varDecl(isExpansionInMainFile(), unless(isInstantiated()), unless(parmVarDecl()),
-              hasInitializer(expr()),
-              anyOf(hasType(isDevice()), allOf(hasType(isDeviceEnum()),
-                                               hasInitializer(hasDescendant(CudaTest)))),
-              unless(hasInitializer(ignoringImplicit(cxxMemberCallExpr(
-                  callee(cxxMethodDecl(hasName("device"),
-                                       ofClass(hasName("::accelerate::Accelerator")))))))),
-              hasParent(declStmt(hasSingleDecl(anything()), hasParent(compoundStmt()))
-                            .bind("decl")))
+      varDecl(
+          isExpansionInMainFile(), unless(isInstantiated()), unless(parmVarDecl()),
+          hasInitializer(expr()),
+          anyOf(hasType(isDevice()),
+                allOf(hasType(isDeviceEnum()), hasInitializer(hasDescendant(CudaTest)))),
+          unless(hasInitializer(ignoringImplicit(cxxMemberCallExpr(callee(
+              cxxMethodDecl(hasName("device"), ofClass(hasName("::accelerate::Accelerator")))))))),
+          hasParent(declStmt(hasSingleDecl(anything()), hasParent(compoundStmt())).bind("decl")))
           .bind("var");
   auto DeviceText = [](const MatchResult &Match) -> llvm::Expected<std::string> {
     const auto *Var = Match.Nodes.getNodeAs<VarDecl>("var");
-    return (Var->getType().isConstQualified() ? "const " : "") +
-           std::string("torch::Device ") + Var->getNameAsString() + " = accelerator.device();";
+    return (Var->getType().isConstQualified() ? "const " : "") + std::string("torch::Device ") +
+           Var->getNameAsString() + " = accelerator.device();";
   };
-  auto DeviceRule = makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())),
-                             changeTo(node("decl"), run(DeviceText)),
-                             explain("var", DeviceExplanation.str()));
-  auto ForeignDevice = makeRule(
-      varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), noEdits(),
-      finding(Finding::Warning, "var", [](const MatchResult &Match) {
-        return "device chosen in " +
-               functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-               ", which has no accelerator: with several processes it must be the "
-               "accelerator's device; pass accelerator.device() in";
-      }));
+  auto DeviceRule =
+      makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())),
+               changeTo(node("decl"), run(DeviceText)), explain("var", DeviceExplanation.str()));
+  auto ForeignDevice =
+      makeRule(varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), noEdits(),
+               finding(Finding::Warning, "var", [](const MatchResult &Match) {
+                 return "device chosen in " +
+                        functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
+                        ", which has no accelerator: with several processes it must be the "
+                        "accelerator's device; pass accelerator.device() in";
+               }));
 
   // 2. model->to(device) / model.to(device) on a model that prepare places.
   auto ModelRef = declRefExpr(to(varDecl(isPrepared()).bind("model")));
   auto ModelTo =
-      cxxMemberCallExpr(inUserCode(),
-                        callee(cxxMethodDecl(hasName("to"),
-                                             ofClass(isSameOrDerivedFrom("::torch::nn::Module")))),
-                        firstArgIsDevice(),
-                        on(expr(anyOf(ModelRef, cxxOperatorCallExpr(
-                                                    hasOverloadedOperatorName("->"),
-                                                    hasArgument(0, ignoringImplicit(ModelRef)))))),
-                        hasParent(compoundStmt()))
+      cxxMemberCallExpr(
+          inUserCode(),
+          callee(cxxMethodDecl(hasName("to"), ofClass(isSameOrDerivedFrom("::torch::nn::Module")))),
+          firstArgIsDevice(),
+          on(expr(
+              anyOf(ModelRef, cxxOperatorCallExpr(hasOverloadedOperatorName("->"),
+                                                  hasArgument(0, ignoringImplicit(ModelRef)))))),
+          hasParent(compoundStmt()))
           .bind("call");
   auto ModelToText = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
@@ -117,17 +115,16 @@ Rule makeDeviceRule() {
                                             "accelerator's device"));
 
   // 3. batch.data.to(device) / batch.target.cuda() on a prepared loader's batches.
-  auto BatchTensor = memberExpr(hasObjectExpression(
-                                    ignoringImpCasts(declRefExpr(to(varDecl(isBatch()))))))
-                         .bind("object");
+  auto BatchTensor =
+      memberExpr(hasObjectExpression(ignoringImpCasts(declRefExpr(to(varDecl(isBatch()))))))
+          .bind("object");
   auto BatchTo =
-      cxxMemberCallExpr(inUserCode(),
-                        anyOf(allOf(callee(cxxMethodDecl(hasName("to"),
-                                                         ofClass(hasName("::at::Tensor")))),
-                                    firstArgIsDevice()),
-                              callee(cxxMethodDecl(hasName("cuda"),
-                                                   ofClass(hasName("::at::Tensor"))))),
-                        on(BatchTensor))
+      cxxMemberCallExpr(
+          inUserCode(),
+          anyOf(allOf(callee(cxxMethodDecl(hasName("to"), ofClass(hasName("::at::Tensor")))),
+                      firstArgIsDevice()),
+                callee(cxxMethodDecl(hasName("cuda"), ofClass(hasName("::at::Tensor"))))),
+          on(BatchTensor))
           .bind("call");
   auto BatchText = [](const MatchResult &Match) -> llvm::Expected<std::string> {
     return withoutDevice(Match.Nodes.getNodeAs<CXXMemberCallExpr>("call"),

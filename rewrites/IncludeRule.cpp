@@ -45,8 +45,7 @@ IncludeBlock scanIncludes(const SourceManager &SM, const LangOptions &LangOpts) 
     }
     Token Directive;
     Raw.LexFromRawLexer(Directive);
-    bool IsInclude = Directive.is(tok::raw_identifier) &&
-                     Directive.getRawIdentifier() == "include";
+    bool IsInclude = Directive.is(tok::raw_identifier) && Directive.getRawIdentifier() == "include";
     // The rest of the directive's line (a continuation line ends in a backslash).
     unsigned Offset = SM.getFileOffset(Directive.getLocation());
     unsigned LineEnd = Offset;
@@ -72,8 +71,7 @@ IncludeBlock scanIncludes(const SourceManager &SM, const LangOptions &LangOpts) 
 } // namespace
 
 Rule makeIncludeRule() {
-  EditGenerator Edits =
-      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     IncludeBlock Block = scanIncludes(*Match.SourceManager, Match.Context->getLangOpts());
     llvm::SmallVector<Edit, 1> Result;
     if (!Block.AlreadyIncluded) {

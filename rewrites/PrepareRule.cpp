@@ -20,8 +20,7 @@ Rule makePrepareRule() {
   auto Setup = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
                             acceleratorFunction())
                    .bind("function");
-  EditGenerator Edits =
-      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     SetupInfo Info = analyzeSetup(Match.Nodes.getNodeAs<FunctionDecl>("function"), *Match.Context);
     llvm::SmallVector<Edit, 1> Result;
     if (Info.AlreadyPrepared || !Info.LastDefinition ||

@@ -45,8 +45,7 @@ bool containsBackward(const Stmt *S) {
 }
 
 /// The statement of Body that holds S (S itself when it is one), or null.
-const Stmt *bodyStatementOf(const DynTypedNode &Node, const CompoundStmt *Body,
-                            ASTContext &Ctx) {
+const Stmt *bodyStatementOf(const DynTypedNode &Node, const CompoundStmt *Body, ASTContext &Ctx) {
   DynTypedNode Current = Node;
   for (int Depth = 0; Depth < 256; ++Depth) {
     auto Parents = Ctx.getParents(Current);
@@ -81,9 +80,8 @@ bool isClassOrDerived(QualType Type, llvm::StringRef QualifiedName) {
     return false;
   }
   // forallBases is true when the callback is true for every base.
-  return !Definition->forallBases([&](const CXXRecordDecl *Base) {
-    return qualifiedName(Base) != QualifiedName;
-  });
+  return !Definition->forallBases(
+      [&](const CXXRecordDecl *Base) { return qualifiedName(Base) != QualifiedName; });
 }
 
 static bool isEnum(QualType Type, llvm::StringRef QualifiedName) {
@@ -106,9 +104,7 @@ bool isSchedulerType(QualType Type) {
   return !Type.isNull() && !Type->isReferenceType() &&
          isClassOrDerived(Type, "torch::optim::LRScheduler");
 }
-bool isAcceleratorType(QualType Type) {
-  return isClassOrDerived(Type, "accelerate::Accelerator");
-}
+bool isAcceleratorType(QualType Type) { return isClassOrDerived(Type, "accelerate::Accelerator"); }
 
 bool isModelType(QualType Type) {
   if (Type.isNull() || Type->isReferenceType() || Type->isPointerType()) {
@@ -118,8 +114,7 @@ bool isModelType(QualType Type) {
       isClassOrDerived(Type, "torch::nn::ModuleHolder")) {
     return true;
   }
-  const auto *Shared =
-      dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  const auto *Shared = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
   if (!Shared || qualifiedName(Shared) != "std::shared_ptr" ||
       Shared->getTemplateArgs().size() < 1 ||
       Shared->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
@@ -160,7 +155,8 @@ std::string functionLabel(const FunctionDecl *Function) {
   if (!Function) {
     return "this function";
   }
-  if (const auto *Method = dyn_cast<CXXMethodDecl>(Function); Method && Method->getParent()->isLambda()) {
+  if (const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+      Method && Method->getParent()->isLambda()) {
     return "a lambda";
   }
   return "'" + Function->getNameAsString() + "'";
@@ -201,8 +197,8 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
   }
   // The stateless overloads return unique_ptr<StatelessDataLoader<...>>; a stateful
   // dataset has no sampler to shard.
-  const auto *Pointer = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
-      recordOf(Call->getType()));
+  const auto *Pointer =
+      dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Call->getType()));
   if (!Pointer || Pointer->getTemplateArgs().size() < 1 ||
       Pointer->getTemplateArgs()[0].getKind() != TemplateArgument::Type ||
       !isClassOrDerived(Pointer->getTemplateArgs()[0].getAsType(),
@@ -217,8 +213,7 @@ bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
     return false;
   }
   const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
-  if (!Function || !Function->hasBody() ||
-      match(acceleratorFunction(), *Function, Ctx).empty()) {
+  if (!Function || !Function->hasBody() || match(acceleratorFunction(), *Function, Ctx).empty()) {
     return false;
   }
   bool Found = false;
@@ -233,8 +228,7 @@ bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
 bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
   for (const DynTypedNode &Parent : Ctx.getParents(*Var)) {
     for (const DynTypedNode &Grand : Ctx.getParents(Parent)) {
-      if (const auto *Loop = Grand.get<CXXForRangeStmt>();
-          Loop && Loop->getLoopVariable() == Var) {
+      if (const auto *Loop = Grand.get<CXXForRangeStmt>(); Loop && Loop->getLoopVariable() == Var) {
         const VarDecl *Loader = iteratedVar(Loop);
         return Loader && isTrainingLoader(Loader, Ctx);
       }
@@ -287,11 +281,11 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     }
     const Stmt *Top = bodyStatementOf(DynTypedNode::create(*Var), Body, Ctx);
     if (!Top || !isa<DeclStmt>(Top)) {
-      Problem(Var->getLocation(),
-              (What + " '" + Var->getName() + "' is created inside a loop or block of '" +
-               FunctionName + "'; create it once before the training loop and call "
-               "accelerator.prepare on it there")
-                  .str());
+      Problem(Var->getLocation(), (What + " '" + Var->getName() +
+                                   "' is created inside a loop or block of '" + FunctionName +
+                                   "'; create it once before the training loop and call "
+                                   "accelerator.prepare on it there")
+                                      .str());
       return;
     }
     Into.push_back(Var);
@@ -355,19 +349,18 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       const auto *Model = dyn_cast<VarDecl>(Used);
       if (!Model || isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()) {
         Outside = true;
-        Problem(S->getBeginLoc(),
-                "model '" + Used->getNameAsString() + "' is created outside '" + FunctionName +
-                    "'; call accelerator.prepare(" + Used->getNameAsString() + ", " +
-                    Var->getNameAsString() + ") where both are in scope, before training");
+        Problem(S->getBeginLoc(), "model '" + Used->getNameAsString() + "' is created outside '" +
+                                      FunctionName + "'; call accelerator.prepare(" +
+                                      Used->getNameAsString() + ", " + Var->getNameAsString() +
+                                      ") where both are in scope, before training");
         return;
       }
       Define(Model, Info.Models, "model");
     });
     if (Info.Models.size() == ModelsBefore && !Outside) {
-      Problem(Var->getLocation(),
-              "cannot tell which model optimizer '" + Var->getNameAsString() +
-                  "' trains; call accelerator.prepare(model, " + Var->getNameAsString() +
-                  ") after both are created");
+      Problem(Var->getLocation(), "cannot tell which model optimizer '" + Var->getNameAsString() +
+                                      "' trains; call accelerator.prepare(model, " +
+                                      Var->getNameAsString() + ") after both are created");
     }
   }
   for (const VarDecl *Var : Vars) {
@@ -410,9 +403,9 @@ DeclarationMatcher setupFunction() {
 DeclarationMatcher acceleratorFunction() {
   auto Named = varDecl(hasName("accelerator"), hasType(isAccelerator()));
   auto Any = varDecl(hasType(isAccelerator()));
-  return functionDecl(anyOf(hasDescendant(Named), hasAnyParameter(Named),
-                            allOf(setupFunction(), unless(hasDescendant(Any)),
-                                  unless(hasAnyParameter(Any)))));
+  return functionDecl(
+      anyOf(hasDescendant(Named), hasAnyParameter(Named),
+            allOf(setupFunction(), unless(hasDescendant(Any)), unless(hasAnyParameter(Any)))));
 }
 
 clang::ast_matchers::internal::Matcher<Stmt> inUserCode() {
@@ -445,9 +438,8 @@ private:
 };
 } // namespace
 
-transformer::Generator<Finding>
-finding(Finding::KindType Kind, std::string Id,
-        std::function<std::string(const MatchResult &)> Message) {
+transformer::Generator<Finding> finding(Finding::KindType Kind, std::string Id,
+                                        std::function<std::string(const MatchResult &)> Message) {
   return dynamicFinding(std::move(Id), [Kind, Message](const MatchResult &Match) {
     Finding Result;
     Result.Kind = Kind;
@@ -468,8 +460,7 @@ transformer::RangeSelector wholeStatementLine(std::string Id) {
       return Statement.takeError();
     }
     const SourceManager &SM = *Match.SourceManager;
-    CharSourceRange File =
-        Lexer::makeFileCharRange(*Statement, SM, Match.Context->getLangOpts());
+    CharSourceRange File = Lexer::makeFileCharRange(*Statement, SM, Match.Context->getLangOpts());
     if (File.isInvalid()) {
       return *Statement;
     }

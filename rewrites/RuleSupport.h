@@ -37,13 +37,13 @@ Rule makeSaveRule();
 // ---- types -----------------------------------------------------------------------------
 /// True for T, const T, T& and T&& where T is (derived from) the class named QualifiedName.
 bool isClassOrDerived(clang::QualType Type, llvm::StringRef QualifiedName);
-bool isTensorType(clang::QualType Type);       // at::Tensor (torch::Tensor)
-bool isDeviceType(clang::QualType Type);       // c10::Device (torch::Device)
-bool isDeviceTypeEnum(clang::QualType Type);   // c10::DeviceType (torch::kCUDA)
-bool isScalarTypeEnum(clang::QualType Type);   // c10::ScalarType (torch::kFloat)
-bool isOptimizerType(clang::QualType Type);    // torch::optim::Optimizer and subclasses
-bool isSchedulerType(clang::QualType Type);    // torch::optim::LRScheduler and subclasses
-bool isAcceleratorType(clang::QualType Type);  // accelerate::Accelerator
+bool isTensorType(clang::QualType Type);      // at::Tensor (torch::Tensor)
+bool isDeviceType(clang::QualType Type);      // c10::Device (torch::Device)
+bool isDeviceTypeEnum(clang::QualType Type);  // c10::DeviceType (torch::kCUDA)
+bool isScalarTypeEnum(clang::QualType Type);  // c10::ScalarType (torch::kFloat)
+bool isOptimizerType(clang::QualType Type);   // torch::optim::Optimizer and subclasses
+bool isSchedulerType(clang::QualType Type);   // torch::optim::LRScheduler and subclasses
+bool isAcceleratorType(clang::QualType Type); // accelerate::Accelerator
 /// A model: a ModuleHolder (TORCH_MODULE), a torch::nn::Module subclass, or a shared_ptr
 /// to one. Never a reference or pointer.
 bool isModelType(clang::QualType Type);

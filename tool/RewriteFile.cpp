@@ -77,8 +77,8 @@ public:
       clang::SourceRange Range = Root->second.getSourceRange();
       if (Range.getBegin().isMacroID() || Range.getEnd().isMacroID()) {
         clang::SourceLocation Spelled = Range.getBegin();
-        llvm::StringRef Macro = clang::Lexer::getImmediateMacroName(
-            Spelled, SM, Match.Context->getLangOpts());
+        llvm::StringRef Macro =
+            clang::Lexer::getImmediateMacroName(Spelled, SM, Match.Context->getLangOpts());
         warn(SM, Spelled,
              "not rewritten: this is inside the expansion of macro '" + Macro.str() +
                  "'; make the edit by hand (" + Note->Message + ")");
@@ -110,8 +110,7 @@ public:
   }
 
 private:
-  void warn(const clang::SourceManager &SM, clang::SourceLocation Loc,
-            const std::string &Message) {
+  void warn(const clang::SourceManager &SM, clang::SourceLocation Loc, const std::string &Message) {
     std::string Text;
     llvm::raw_string_ostream OS(Text);
     unsigned Line = 0, Column = 0;
@@ -138,8 +137,7 @@ clang::tooling::Replacements merge(const std::set<TextEdit> &Edits, llvm::String
                                    std::vector<std::string> &Warnings) {
   std::vector<TextEdit> Sorted(Edits.begin(), Edits.end());
   llvm::stable_sort(Sorted, [](const TextEdit &A, const TextEdit &B) {
-    return std::tie(A.Offset, A.Length, A.RuleIndex) <
-           std::tie(B.Offset, B.Length, B.RuleIndex);
+    return std::tie(A.Offset, A.Length, A.RuleIndex) < std::tie(B.Offset, B.Length, B.RuleIndex);
   });
   std::vector<TextEdit> Merged;
   for (const TextEdit &Edit : Sorted) {
@@ -160,8 +158,9 @@ clang::tooling::Replacements merge(const std::set<TextEdit> &Edits, llvm::String
           Last.Text += Edit.Text;
           continue;
         }
-        Warnings.push_back(FileName.str() + ": warning: two rules edit overlapping text at "
-                                            "offset " +
+        Warnings.push_back(FileName.str() +
+                           ": warning: two rules edit overlapping text at "
+                           "offset " +
                            std::to_string(Edit.Offset) + "; the later edit was dropped");
         continue;
       }
@@ -170,8 +169,8 @@ clang::tooling::Replacements merge(const std::set<TextEdit> &Edits, llvm::String
   }
   clang::tooling::Replacements Result;
   for (const TextEdit &Edit : Merged) {
-    if (llvm::Error Error = Result.add(clang::tooling::Replacement(FileName, Edit.Offset,
-                                                                   Edit.Length, Edit.Text))) {
+    if (llvm::Error Error = Result.add(
+            clang::tooling::Replacement(FileName, Edit.Offset, Edit.Length, Edit.Text))) {
       Warnings.push_back(FileName.str() + ": warning: " + llvm::toString(std::move(Error)));
     }
   }
@@ -252,8 +251,7 @@ protected:
     if (!Edits.empty()) {
       Edits.insert(Companions.Edits.begin(), Companions.Edits.end());
     }
-    std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings =
-        Primary.Warnings;
+    std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings = Primary.Warnings;
     Warnings.insert(Companions.Warnings.begin(), Companions.Warnings.end());
     for (const auto &Entry : Warnings) {
       Result.Warnings.push_back(Entry.second);

@@ -62,8 +62,7 @@ int main(int argc, char **argv) {
       optimizer.step();
       seen += static_cast<size_t>(data.size(0));
       if (++batches % 100 == 0) {
-        std::printf("epoch %d [%zu/%zu] loss %.4f\n", epoch, seen, train_size,
-                    loss.item<double>());
+        std::printf("epoch %d [%zu/%zu] loss %.4f\n", epoch, seen, train_size, loss.item<double>());
         std::fflush(stdout);
       }
     }

@@ -69,8 +69,8 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
   }
 }
 
-double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters,
-                                    double max_norm, double norm_type) {
+double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
+                                    double norm_type) {
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
 }
 
