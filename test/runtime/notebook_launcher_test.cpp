@@ -89,7 +89,10 @@ struct PidDir {
   fs::path path;
 };
 
-TEST(NotebookLauncher, AWorkerThatThrowsIsNamedAndTheOthersStopped) {
+// Runs `processes` workers that record their pids; `failing_rank` calls `fail`, the others
+// wait. The launch must throw `expected` quickly and leave no worker behind.
+void expect_worker_failure(int processes, int failing_rank, const std::function<void()> &fail,
+                           const std::string &expected) {
   PidDir pids;
   expect_failure_naming(
       [&] {
@@ -97,53 +100,28 @@ TEST(NotebookLauncher, AWorkerThatThrowsIsNamedAndTheOthersStopped) {
             [&] {
               const int rank = std::atoi(std::getenv("RANK"));
               pids.record(rank);
-              if (rank == 1) {
-                throw std::runtime_error("loss is NaN");
+              if (rank == failing_rank) {
+                fail();
               }
               std::this_thread::sleep_for(300s);
             },
-            2);
+            processes);
       },
-      "rank 1 failed: loss is NaN");
+      expected);
   pids.expect_none_alive();
+}
+
+TEST(NotebookLauncher, AWorkerThatThrowsIsNamedAndTheOthersStopped) {
+  expect_worker_failure(
+      2, 1, [] { throw std::runtime_error("loss is NaN"); }, "rank 1 failed: loss is NaN");
 }
 
 TEST(NotebookLauncher, AWorkerThatAbortsIsNamed) {
-  PidDir pids;
-  expect_failure_naming(
-      [&] {
-        notebook_launcher(
-            [&] {
-              const int rank = std::atoi(std::getenv("RANK"));
-              pids.record(rank);
-              if (rank == 0) {
-                std::abort();
-              }
-              std::this_thread::sleep_for(300s);
-            },
-            2);
-      },
-      "rank 0 was killed by signal 6");
-  pids.expect_none_alive();
+  expect_worker_failure(2, 0, [] { std::abort(); }, "rank 0 was killed by signal 6");
 }
 
 TEST(NotebookLauncher, AWorkerKilledBySigkillIsNamed) {
-  PidDir pids;
-  expect_failure_naming(
-      [&] {
-        notebook_launcher(
-            [&] {
-              const int rank = std::atoi(std::getenv("RANK"));
-              pids.record(rank);
-              if (rank == 1) {
-                raise(SIGKILL);
-              }
-              std::this_thread::sleep_for(300s);
-            },
-            3);
-      },
-      "rank 1 was killed by signal 9");
-  pids.expect_none_alive();
+  expect_worker_failure(3, 1, [] { raise(SIGKILL); }, "rank 1 was killed by signal 9");
 }
 
 TEST(NotebookLauncher, RefusesWhenAnAcceleratorExistsInTheCaller) {
