@@ -1,5 +1,6 @@
 #include "accelerate/accelerator.h"
 
+#include "mixed_precision.h"
 #include "runtime.h"
 
 #include <torch/csrc/utils/tensor_flatten.h>
@@ -52,6 +53,22 @@ Options resolve(Options options) {
   if (*options.gradient_accumulation_steps < 1) {
     throw std::invalid_argument("accelerate: gradient_accumulation_steps must be at least 1 "
                                 "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
+  }
+  if (options.mixed_precision.empty()) {
+    options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
+  }
+  if (options.mixed_precision != "no" && options.mixed_precision != "bf16" &&
+      options.mixed_precision != "fp16") {
+    throw std::invalid_argument("accelerate: mixed_precision is '" + options.mixed_precision +
+                                "'; it must be no, bf16 or fp16 (ACCELERATE_MIXED_PRECISION or "
+                                "Options)");
+  }
+  if (options.project_dir.empty()) {
+    options.project_dir = environment("ACCELERATE_PROJECT_DIR").value_or(".");
+  }
+  if (options.total_limit < 0) {
+    throw std::invalid_argument("accelerate: total_limit must be 0 (keep every checkpoint) or "
+                                "more");
   }
   if (!options.timeout) {
     if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
@@ -143,6 +160,10 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
   rt.accumulation_steps = *rt.options.gradient_accumulation_steps;
+  rt.mixed_precision = rt.options.mixed_precision;
+  if (rt.mixed_precision == "fp16") {
+    rt.scaler = std::make_unique<detail::GradScaler>(rt.options.grad_scaler, rt.device);
+  }
   if (rt.device.is_cuda()) {
     use_cuda_device(rt.device);
   }
@@ -187,6 +208,7 @@ int Accelerator::num_processes() const { return runtime_->info.world_size; }
 void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &module) {
   auto &rt = *runtime_;
   module->to(rt.device);
+  rt.models.push_back(module);
   if (!rt.group) {
     return;
   }
@@ -217,12 +239,23 @@ std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {
 
 void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradient,
                            std::optional<bool> retain_graph, bool create_graph) {
+  auto &rt = *runtime_;
   // Accumulating N steps sums N gradients: each contributes 1/N, as one step over N batches.
-  const int steps = runtime_->accumulation_steps;
-  const auto scaled = steps > 1 ? loss / steps : loss;
-  // Gradient synchronisation completes inside: autograd runs it when backward ends.
-  scaled.backward(gradient, retain_graph, create_graph);
+  const int steps = rt.accumulation_steps;
+  auto scaled = steps > 1 ? loss / steps : loss;
+  if (rt.scaler) {
+    scaled = rt.scaler->scale(scaled); // fp16: keep small gradients above underflow
+  }
+  {
+    // Backward runs in the dtypes autocast chose for the forward pass, not under autocast.
+    detail::AutocastOff autocast_off(rt.device.type());
+    // Gradient synchronisation completes inside: autograd runs it when backward ends.
+    scaled.backward(gradient, retain_graph, create_graph);
+  }
+  ++rt.global_step;
 }
+
+int64_t Accelerator::global_step() const { return runtime_->global_step; }
 
 void Accelerator::wait_for_everyone() {
   if (runtime_->group) {

@@ -45,18 +45,29 @@ bool Accelerator::sync_gradients() const { return runtime_->sync_gradients; }
 int Accelerator::gradient_accumulation_steps() const { return runtime_->accumulation_steps; }
 
 bool Accelerator::step(torch::optim::Optimizer &optimizer) {
-  if (!runtime_->sync_gradients) {
+  auto &rt = *runtime_;
+  if (!rt.sync_gradients) {
     return false;
   }
+  if (rt.scaler) {
+    const bool stepped = rt.scaler->step(optimizer);
+    rt.scaler->update();
+    rt.step_was_skipped = !stepped;
+    // A skipped step is no step for the scheduler either.
+    rt.optimizer_stepped = rt.optimizer_stepped || stepped;
+    return stepped;
+  }
   optimizer.step();
-  runtime_->optimizer_stepped = true;
+  rt.step_was_skipped = false;
+  rt.optimizer_stepped = true;
   return true;
 }
 
 bool Accelerator::step(torch::optim::LRScheduler &scheduler) {
-  // Outside accumulate() there is no cycle: the scheduler follows the program's calls.
+  // Outside accumulate() there is no cycle: the scheduler follows the program's calls, except
+  // after an fp16 step skipped for overflow.
   const bool in_cycle = runtime_->accumulation_steps > 1;
-  if (in_cycle && !runtime_->optimizer_stepped) {
+  if ((in_cycle && !runtime_->optimizer_stepped) || runtime_->step_was_skipped) {
     return false;
   }
   scheduler.step();
@@ -71,6 +82,11 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
 
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                                     double norm_type) {
+  if (runtime_->scaler && runtime_->sync_gradients) {
+    for (auto *optimizer : runtime_->optimizers) {
+      runtime_->scaler->unscale(*optimizer); // clip the true gradients, not the scaled ones
+    }
+  }
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
 }
 

@@ -5,6 +5,7 @@
 #include "accelerate/data_loader.h"
 #include "accelerate/options.h"
 #include "accelerate/state.h"
+#include "grad_scaler.h"
 #include "gradient_sync.h"
 #include "process_group.h"
 
@@ -20,6 +21,8 @@ struct Runtime {
   /// Null in a one-process job: nothing is communicated and nothing added to the step.
   std::shared_ptr<ProcessGroup> group;
   std::vector<std::shared_ptr<GradientSync>> gradient_syncs;
+  /// Prepared models, in the order of prepare (checkpoints refer to them by position).
+  std::vector<std::shared_ptr<torch::nn::Module>> models;
   std::shared_ptr<LoaderContext> loader_context;
   std::vector<torch::optim::Optimizer *> optimizers;
   std::vector<torch::optim::LRScheduler *> schedulers;
@@ -29,6 +32,13 @@ struct Runtime {
   int accumulation_step = 0;      ///< steps since the last synchronised one
   bool sync_gradients = true;     ///< this training step communicates and steps
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step
+
+  // Mixed precision.
+  std::string mixed_precision = "no";
+  std::unique_ptr<GradScaler> scaler; ///< under fp16 only
+  bool step_was_skipped = false;      ///< the latest step(optimizer) met an fp16 overflow
+
+  int64_t global_step = 0; ///< calls of backward
 };
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).

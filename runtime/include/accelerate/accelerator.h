@@ -113,7 +113,8 @@ public:
   bool sync_gradients() const;
   int gradient_accumulation_steps() const;
 
-  /// optimizer.step() on steps that synchronise gradients; nothing on the others. Returns
+  /// optimizer.step() on steps that synchronise gradients; nothing on the others. Under fp16
+  /// it first unscales the gradients and skips the update when they overflowed. Returns
   /// whether it stepped.
   bool step(torch::optim::Optimizer &optimizer);
   /// scheduler.step() once per optimizer step, whatever the number of processes or
@@ -123,9 +124,64 @@ public:
   /// must stay.
   void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
   /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Only
-  /// meaningful when sync_gradients(): before that, each process holds a partial sum.
+  /// meaningful when sync_gradients(): before that, each process holds a partial sum. Under
+  /// fp16 the prepared optimizers' gradients are unscaled first (the norm is the true one).
   double clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                          double norm_type = 2.0);
+
+  // ---- mixed precision -------------------------------------------------------------------
+  /// Runs what the program computes while it lives (the forward pass and the loss) in the
+  /// mixed_precision dtype, bf16 or fp16, the way torch.autocast does; parameters stay fp32:
+  ///   for (auto& batch : *loader) {
+  ///     auto autocast = accelerator.autocast();
+  ///     auto loss = torch::nll_loss(model->forward(batch.data), batch.target);
+  ///     accelerator.backward(loss);          // backward itself runs outside autocast
+  ///     accelerator.step(optimizer);         // under fp16: unscales, skips on overflow
+  ///   }
+  /// Does nothing under mixed_precision "no". LibTorch modules have no forward hooks, so
+  /// prepare cannot wrap the forward pass; the program holds the guard (accel-rewrite inserts
+  /// it). See docs/design.md, "Mixed precision".
+  class AutocastGuard {
+  public:
+    explicit AutocastGuard(Accelerator &accelerator);
+    ~AutocastGuard();
+    AutocastGuard(const AutocastGuard &) = delete;
+    AutocastGuard &operator=(const AutocastGuard &) = delete;
+    AutocastGuard(AutocastGuard &&other) noexcept;
+    AutocastGuard &operator=(AutocastGuard &&) = delete;
+
+  private:
+    bool active_ = false;
+    c10::DeviceType device_type_ = c10::DeviceType::CPU;
+    bool previous_enabled_ = false;
+    c10::ScalarType previous_dtype_ = c10::ScalarType::Float;
+  };
+  [[nodiscard]] AutocastGuard autocast() { return AutocastGuard(*this); }
+  /// "no", "bf16" or "fp16".
+  const std::string &mixed_precision() const;
+  /// Under fp16, the factor the loss is multiplied by before backward; 1 otherwise.
+  double loss_scale() const;
+  /// True when the latest step(optimizer) did not update because fp16 gradients overflowed
+  /// (the scale was lowered; training goes on with the next batch).
+  bool optimizer_step_was_skipped() const;
+
+  // ---- checkpoints -----------------------------------------------------------------------
+  /// Saves what it takes to continue training exactly where it is: every prepared model,
+  /// optimizer and scheduler, the fp16 loss scale, every process's random generators (CPU and
+  /// CUDA), each prepared loader's epoch and position in it, and the step counters. With no
+  /// directory: <project_dir>/checkpoints/checkpoint_<n>, keeping the newest total_limit.
+  /// Atomic: the files are written into a temporary directory, flushed to disk and renamed into
+  /// place, so a crash at any moment leaves the previous checkpoint whole. Every process calls
+  /// it (each writes its own random state and loader position); returns the directory.
+  std::string save_state(const std::string &directory = "");
+  /// Restores a save_state directory into the prepared objects (call it after prepare and
+  /// prepare_data_loader, before the loop); the next epoch of a loader continues at the batch
+  /// after the one the checkpoint was taken in. With no directory: the newest automatically
+  /// named checkpoint. Refuses a checkpoint of another world size or with other objects, saying
+  /// why. Returns the directory.
+  std::string load_state(const std::string &directory = "");
+  /// Training steps so far (calls of backward), kept by save_state and load_state.
+  int64_t global_step() const;
 
   // ---- collectives ---------------------------------------------------------------------
   /// Concatenates every process's tensor along dim 0, in process order.

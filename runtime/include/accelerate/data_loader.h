@@ -14,6 +14,19 @@
 namespace accelerate {
 namespace detail {
 
+/// Where a prepared loader is in its epochs: what save_state keeps and load_state restores.
+struct LoaderProgress {
+  std::vector<int64_t> order; ///< the current epoch's sample order, the same on every process
+  size_t delivered = 0;       ///< batches of the current epoch handed to the program
+  size_t batches = 0;         ///< batches of the current epoch for this process
+  int64_t epochs_begun = 0;
+  /// Set by load_state in the middle of an epoch: the next begin() continues that epoch
+  /// after the last delivered batch instead of drawing a new order.
+  bool resume = false;
+
+  int64_t completed_epochs() const { return epochs_begun - (delivered < batches ? 1 : 0); }
+};
+
 /// What loaders share with their accelerator.
 struct LoaderContext {
   torch::Device device = torch::kCPU;
@@ -22,6 +35,8 @@ struct LoaderContext {
   bool even_batches = true;
   /// Replaces `indices` on every process with process 0's.
   std::function<void(std::vector<int64_t> &indices)> broadcast_indices;
+  /// Every loader made by the accelerator, in order of creation (for checkpoints).
+  std::vector<std::weak_ptr<LoaderProgress>> loaders;
 
   // State of the loader that delivered the latest batch, read by gather_for_metrics.
   bool end_of_dataloader = false;
@@ -78,6 +93,7 @@ public:
     size_t batch_size;
     bool drop_last;
     std::shared_ptr<LoaderContext> context;
+    std::shared_ptr<LoaderProgress> progress;
     ShardPlan plan;
     size_t next = 0;
   };
@@ -86,24 +102,33 @@ public:
 
   /// A new epoch: process 0 draws the order from the user's sampler (so one process consumes
   /// randomness exactly as the plain loop would), every process receives it and takes its part.
+  /// After load_state, the restored epoch continues instead, drawing nothing.
   void reset(std::optional<size_t> new_size = std::nullopt) override {
     auto &s = *state_;
+    auto &progress = *s.progress;
     if (new_size) {
       s.dataset_size = *new_size;
     }
-    std::vector<int64_t> order;
-    if (s.context->rank == 0) {
-      s.sampler.reset(s.dataset_size);
-      while (auto indices = s.sampler.next(s.dataset_size)) {
-        order.insert(order.end(), indices->begin(), indices->end());
+    if (!progress.resume) {
+      std::vector<int64_t> order;
+      if (s.context->rank == 0) {
+        s.sampler.reset(s.dataset_size);
+        while (auto indices = s.sampler.next(s.dataset_size)) {
+          order.insert(order.end(), indices->begin(), indices->end());
+        }
       }
+      if (s.context->world_size > 1) {
+        s.context->broadcast_indices(order);
+      }
+      progress.order = std::move(order);
+      progress.delivered = 0;
+      ++progress.epochs_begun;
     }
-    if (s.context->world_size > 1) {
-      s.context->broadcast_indices(order);
-    }
-    s.plan = plan_shard(order, s.batch_size, s.context->rank, s.context->world_size,
+    s.plan = plan_shard(progress.order, s.batch_size, s.context->rank, s.context->world_size,
                         s.context->even_batches, s.drop_last);
-    s.next = 0;
+    progress.batches = s.plan.batches.size();
+    s.next = progress.resume ? progress.delivered : 0;
+    progress.resume = false;
   }
 
   std::optional<std::vector<size_t>> next(size_t /*batch_size*/) override {
@@ -143,8 +168,17 @@ public:
       : context_(std::move(context)) {
     const auto size = dataset.size();
     TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a sized dataset");
-    state_ = std::make_shared<typename ShardSampler::State>(typename ShardSampler::State{
-        std::move(sampler), *size, options.batch_size(), options.drop_last(), context_, {}, 0});
+    progress_ = std::make_shared<detail::LoaderProgress>();
+    context_->loaders.push_back(progress_);
+    state_ = std::make_shared<typename ShardSampler::State>(
+        typename ShardSampler::State{std::move(sampler),
+                                     *size,
+                                     options.batch_size(),
+                                     options.drop_last(),
+                                     context_,
+                                     progress_,
+                                     {},
+                                     0});
     // The plan already applies drop_last; the inner loader must not drop a second time.
     options.drop_last(false);
     inner_ = std::make_unique<Inner>(std::move(dataset), ShardSampler(state_), options);
@@ -164,10 +198,10 @@ public:
     BatchType &operator*() {
       if (!current_) {
         current_ = detail::to_device(*inner_, loader_->context_->device);
-        ++loader_->delivered_;
-        // gather_for_metrics needs to know when the last batch of the epoch is out.
-        loader_->context_->end_of_dataloader =
-            loader_->delivered_ == loader_->state_->plan.batches.size();
+        auto &progress = *loader_->progress_;
+        ++progress.delivered;
+        // gather_for_metrics and accumulation need to know when the last batch is out.
+        loader_->context_->end_of_dataloader = progress.delivered == progress.batches;
         loader_->context_->remainder = loader_->state_->plan.remainder;
       }
       return *current_;
@@ -190,9 +224,9 @@ public:
     std::optional<BatchType> current_;
   };
 
-  /// Starts an epoch: a new shuffle, the same on every process.
+  /// Starts an epoch: a new shuffle, the same on every process (or, after load_state, the rest
+  /// of the epoch the checkpoint was taken in).
   Iterator begin() {
-    delivered_ = 0;
     context_->end_of_dataloader = false;
     return Iterator(this, inner_->begin());
   }
@@ -201,11 +235,16 @@ public:
   /// Number of batches this process gets in the current epoch.
   size_t size() const { return state_->plan.batches.size(); }
 
+  /// Epochs whose every batch was handed out; an epoch in progress does not count. After
+  /// load_state, the loop that resumes starts from here:
+  ///   for (int64_t epoch = loader->completed_epochs(); epoch < epochs; ++epoch)
+  int64_t completed_epochs() const { return progress_->completed_epochs(); }
+
 private:
   std::shared_ptr<detail::LoaderContext> context_;
+  std::shared_ptr<detail::LoaderProgress> progress_;
   std::shared_ptr<typename ShardSampler::State> state_;
   std::unique_ptr<Inner> inner_;
-  size_t delivered_ = 0;
 };
 
 } // namespace accelerate

@@ -9,6 +9,16 @@
 
 namespace accelerate {
 
+/// fp16's loss scaling (PyTorch's GradScaler defaults): the loss is multiplied by `init_scale`
+/// before backward; a step whose gradients overflow is skipped and the scale multiplied by
+/// `backoff_factor`; after `growth_interval` clean steps in a row it grows by `growth_factor`.
+struct GradScalerOptions {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int growth_interval = 2000;
+};
+
 struct Options {
   /// "gloo", "nccl" or "" (choose: NCCL on CUDA, Gloo on CPU). Env: ACCELERATE_BACKEND.
   std::string backend;
@@ -27,6 +37,16 @@ struct Options {
   /// Prepared loaders give every process the same number of equal-size batches by wrapping
   /// the tail of the dataset around to its start (see gather_for_metrics).
   bool even_batches = true;
+  /// "no", "bf16" or "fp16" (see Accelerator::autocast); "" takes ACCELERATE_MIXED_PRECISION,
+  /// else "no".
+  std::string mixed_precision;
+  /// Loss scaling under fp16.
+  GradScalerOptions grad_scaler;
+  /// Where save_state() with no directory writes `checkpoints/checkpoint_<n>`, and where
+  /// load_state() with none looks for the newest. Env: ACCELERATE_PROJECT_DIR. Default ".".
+  std::string project_dir;
+  /// How many automatically named checkpoints to keep (the oldest go first); 0 keeps all.
+  int total_limit = 0;
 };
 
 } // namespace accelerate

@@ -1,0 +1,146 @@
+#include "checkpoint_directory.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <stdexcept>
+#include <stdio.h>
+#include <unistd.h>
+
+namespace accelerate::detail {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kAutomaticPrefix = "checkpoint_";
+
+void fsync_path(const fs::path &path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) {
+    throw std::runtime_error("accelerate: cannot open " + path.string() +
+                             " to flush it to disk: " + std::strerror(errno));
+  }
+  const int result = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (result != 0) {
+    throw std::runtime_error("accelerate: cannot flush " + path.string() +
+                             " to disk: " + std::strerror(error));
+  }
+}
+
+// Crash-safety tests set ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES=N to have this process
+// killed (SIGKILL, no clean-up) once it has written N checkpoint files.
+void maybe_die_for_test() {
+  static int written = 0;
+  const char *limit = std::getenv("ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES");
+  if (limit != nullptr && ++written > std::atoi(limit)) {
+    std::raise(SIGKILL);
+  }
+}
+
+// n of checkpoint_<n>, or -1 for any other name.
+long automatic_index(const fs::path &path) {
+  const std::string name = path.filename().string();
+  const std::string prefix = kAutomaticPrefix;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) {
+    return -1;
+  }
+  const std::string digits = name.substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      digits.size() > 9) {
+    return -1;
+  }
+  return std::stol(digits);
+}
+
+std::vector<std::pair<long, fs::path>> numbered_checkpoints(const fs::path &project_dir) {
+  std::vector<std::pair<long, fs::path>> found;
+  const fs::path root = project_dir / "checkpoints";
+  std::error_code error;
+  if (!fs::is_directory(root, error)) {
+    return found;
+  }
+  for (const auto &entry : fs::directory_iterator(root)) {
+    const long index = automatic_index(entry.path());
+    if (index >= 0 && entry.is_directory()) {
+      found.emplace_back(index, entry.path());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+} // namespace
+
+fs::path staging_directory_for(const fs::path &final_directory) {
+  const fs::path absolute = fs::absolute(final_directory).lexically_normal();
+  const fs::path name =
+      absolute.has_filename() ? absolute.filename() : absolute.parent_path().filename();
+  const fs::path parent =
+      absolute.has_filename() ? absolute.parent_path() : absolute.parent_path().parent_path();
+  return parent / ("." + name.string() + ".accelerate-staging");
+}
+
+void write_durably(const fs::path &path, const std::function<void(const std::string &)> &write) {
+  maybe_die_for_test();
+  try {
+    write(path.string());
+  } catch (const std::exception &error) {
+    throw std::runtime_error("accelerate: cannot write " + path.string() + ": " + error.what());
+  }
+  fsync_path(path, false);
+}
+
+void publish_directory(const fs::path &staging, const fs::path &final_directory) {
+  maybe_die_for_test();
+  fsync_path(staging, true);
+  const fs::path parent = fs::absolute(final_directory).parent_path();
+  if (fs::exists(final_directory)) {
+    // Swap the two directories in one step: at every moment the name holds a whole checkpoint.
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, final_directory.c_str(),
+                    RENAME_EXCHANGE) != 0) {
+      throw std::runtime_error("accelerate: cannot replace " + final_directory.string() + ": " +
+                               std::strerror(errno));
+    }
+    fsync_path(parent, true);
+    fs::remove_all(staging); // now the previous checkpoint
+  } else {
+    if (::rename(staging.c_str(), final_directory.c_str()) != 0) {
+      throw std::runtime_error("accelerate: cannot move the checkpoint into place at " +
+                               final_directory.string() + ": " + std::strerror(errno));
+    }
+    fsync_path(parent, true);
+  }
+}
+
+std::vector<fs::path> automatic_checkpoints(const fs::path &project_dir) {
+  std::vector<fs::path> complete;
+  for (const auto &[index, path] : numbered_checkpoints(project_dir)) {
+    if (fs::exists(path / kCheckpointManifest)) {
+      complete.push_back(path);
+    }
+  }
+  return complete;
+}
+
+fs::path next_automatic_checkpoint(const fs::path &project_dir) {
+  const auto existing = numbered_checkpoints(project_dir);
+  const long next = existing.empty() ? 0 : existing.back().first + 1;
+  return project_dir / "checkpoints" / (kAutomaticPrefix + std::to_string(next));
+}
+
+void rotate_automatic_checkpoints(const fs::path &project_dir, int keep) {
+  if (keep <= 0) {
+    return;
+  }
+  auto existing = numbered_checkpoints(project_dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < existing.size(); ++i) {
+    fs::remove_all(existing[i].second);
+  }
+}
+
+} // namespace accelerate::detail

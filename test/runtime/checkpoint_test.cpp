@@ -1,0 +1,192 @@
+// save_state / load_state: what they refuse, how checkpoints are named, replaced and rotated.
+// Exact resume after SIGKILL is checkpoint_resume_test.cpp.
+#include "multiprocess.h"
+#include "run_command.h"
+#include "training_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using namespace accel_test;
+namespace fs = std::filesystem;
+
+std::string error_of(const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const std::exception &error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+accelerate::Options in_project(const std::string &dir, int total_limit = 0) {
+  accelerate::Options options;
+  options.project_dir = dir;
+  options.total_limit = total_limit;
+  return options;
+}
+
+void train_one_step(accelerate::Accelerator &accelerator, Net &model,
+                    torch::optim::Optimizer &optimizer) {
+  accelerator.backward(torch::mse_loss(model->forward(torch::ones({2, 8})), torch::zeros({2, 4})));
+  accelerator.step(optimizer);
+  accelerator.zero_grad(optimizer);
+}
+
+TEST(Checkpoint, LoadRestoresTheModelAndOptimizerInPlace) {
+  const auto dir = make_temp_dir("checkpoint-roundtrip");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::Adam optimizer(model->parameters(), 0.01);
+  accelerator.prepare(model, optimizer);
+  train_one_step(accelerator, model, optimizer);
+  accelerator.save_state(dir + "/state");
+  const auto saved = state_of(model);
+  const auto weight = model->first->weight;
+  train_one_step(accelerator, model, optimizer);
+  train_one_step(accelerator, model, optimizer);
+
+  EXPECT_EQ(accelerator.load_state(dir + "/state"), dir + "/state");
+  const auto loaded = state_of(model);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    EXPECT_TRUE(torch::equal(saved[i], loaded[i])) << "tensor " << i;
+  }
+  EXPECT_TRUE(model->first->weight.is_same(weight)) << "the optimizer must keep its parameters";
+  EXPECT_EQ(accelerator.global_step(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, SavingAgainToOneDirectoryReplacesItWholeAndLeavesNoStaging) {
+  const auto dir = make_temp_dir("checkpoint-replace");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  accelerator.save_state(dir + "/state");
+  train_one_step(accelerator, model, optimizer);
+  accelerator.save_state(dir + "/state");
+  const auto second = state_of(model);
+  train_one_step(accelerator, model, optimizer);
+  accelerator.load_state(dir + "/state");
+  EXPECT_TRUE(torch::equal(state_of(model)[0], second[0]));
+  std::vector<std::string> entries;
+  for (const auto &entry : fs::directory_iterator(dir)) {
+    entries.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(entries, std::vector<std::string>{"state"});
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, AutomaticNamesCountUpAndTotalLimitKeepsTheNewest) {
+  const auto dir = make_temp_dir("checkpoint-rotate");
+  accelerate::Accelerator accelerator(in_project(dir, 2));
+  Net model;
+  accelerator.prepare(model);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(accelerator.save_state(), dir + "/checkpoints/checkpoint_" + std::to_string(i));
+  }
+  std::vector<std::string> kept;
+  for (const auto &entry : fs::directory_iterator(dir + "/checkpoints")) {
+    kept.push_back(entry.path().filename().string());
+  }
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"checkpoint_2", "checkpoint_3"}));
+  EXPECT_EQ(accelerator.load_state(), dir + "/checkpoints/checkpoint_3");
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, NothingToLoadNamesWhereItLooked) {
+  const auto dir = make_temp_dir("checkpoint-none");
+  accelerate::Accelerator accelerator(in_project(dir));
+  EXPECT_NE(error_of([&] { accelerator.load_state(); }).find(dir + "/checkpoints"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              accelerator.load_state(dir + "/missing");
+            }).find("there is no checkpoint at " + dir + "/missing"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, IncompleteOrDamagedCheckpointIsRefused) {
+  const auto dir = make_temp_dir("checkpoint-incomplete");
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  accelerator.save_state(dir + "/state");
+  const auto manifest = dir + "/state/checkpoint.json";
+  std::ofstream(manifest, std::ios::trunc) << "{\"format\": ";
+  EXPECT_NE(error_of([&] { accelerator.load_state(dir + "/state"); }).find("is damaged"),
+            std::string::npos);
+  fs::remove(manifest);
+  EXPECT_NE(error_of([&] {
+              accelerator.load_state(dir + "/state");
+            }).find("is not a complete checkpoint"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, OtherPreparedObjectsAreRefused) {
+  const auto dir = make_temp_dir("checkpoint-objects");
+  {
+    accelerate::Accelerator accelerator;
+    Net model;
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    accelerator.prepare(model, optimizer);
+    accelerator.save_state(dir + "/state");
+  }
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  EXPECT_NE(error_of([&] {
+              accelerator.load_state(dir + "/state");
+            }).find("holds 1 optimizers but this program prepared 0"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, AModelOfAnotherShapeIsRefusedNamingTheParameter) {
+  const auto dir = make_temp_dir("checkpoint-shape");
+  {
+    accelerate::Accelerator accelerator;
+    torch::nn::Linear model(8, 4);
+    accelerator.prepare(model);
+    accelerator.save_state(dir + "/state");
+  }
+  accelerate::Accelerator accelerator;
+  torch::nn::Linear model(8, 3);
+  accelerator.prepare(model);
+  EXPECT_NE(error_of([&] { accelerator.load_state(dir + "/state"); }).find("weight has shape"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+std::string shared_dir() {
+  return (fs::temp_directory_path() / ("accel-checkpoint-world-" + std::to_string(job_id())))
+      .string();
+}
+
+TEST(Checkpoint, ACheckpointOfAnotherWorldSizeIsRefusedSayingWhy) {
+  auto results = run_in_processes(2, [](const Peer &) {
+    accelerate::Accelerator accelerator;
+    Net model;
+    accelerator.prepare(model);
+    accelerator.save_state(shared_dir());
+  });
+  ASSERT_TRUE(all_succeeded(results));
+  EXPECT_TRUE(fs::exists(shared_dir() + "/process_0.pt"));
+  EXPECT_TRUE(fs::exists(shared_dir() + "/process_1.pt"));
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  EXPECT_NE(error_of([&] {
+              accelerator.load_state(shared_dir());
+            }).find("was saved by 2 processes and this job has 1"),
+            std::string::npos);
+  fs::remove_all(shared_dir());
+}
+
+} // namespace
