@@ -23,7 +23,16 @@ llvm::ArrayRef<RuleInfo> allRules() {
       {"accel-data-loader",
        "make_data_loader -> accelerator.prepare_data_loader for training loaders",
        makeDataLoaderRule},
+      {"accel-accumulate",
+       "auto accumulation = accelerator.accumulate(model); first in each training-step loop",
+       makeAccumulateRule},
+      {"accel-autocast", "auto autocast = accelerator.autocast(); first in each training-step loop",
+       makeAutocastRule},
       {"accel-backward", "loss.backward() -> accelerator.backward(loss)", makeBackwardRule},
+      {"accel-step",
+       "optimizer.step(), scheduler.step(), optimizer.zero_grad() in the training loop -> "
+       "accelerator.step(...), accelerator.zero_grad(...)",
+       makeStepRule},
       {"accel-save", "torch::save(value, path) -> accelerator.save(value, path)", makeSaveRule},
   };
   return Rules;

@@ -255,6 +255,83 @@ const FunctionDecl *enclosingFunction(const DynTypedNode &Node, ASTContext &Ctx)
   return nullptr;
 }
 
+const Stmt *innermostLoop(const DynTypedNode &Node, ASTContext &Ctx) {
+  DynTypedNode Current = Node;
+  for (int Depth = 0; Depth < 512; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    Current = Parents[0];
+    if (Current.get<FunctionDecl>() || Current.get<LambdaExpr>()) {
+      return nullptr;
+    }
+    if (const auto *S = Current.get<Stmt>();
+        S && (isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S))) {
+      return S;
+    }
+  }
+  return nullptr;
+}
+
+bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
+  bool Found = false;
+  forEachStmt(Loop, [&](const Stmt *S) {
+    Found = Found || (isBackwardCall(S) && innermostLoop(DynTypedNode::create(*S), Ctx) == Loop);
+  });
+  return Found;
+}
+
+namespace {
+AST_MATCHER(Stmt, holdsTrainingStep) { return isTrainingStepLoop(&Node, Finder->getASTContext()); }
+} // namespace
+
+StatementMatcher trainingStepLoop() {
+  auto Body = hasBody(compoundStmt().bind("body"));
+  return stmt(inUserCode(),
+              anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
+              holdsTrainingStep(), forFunction(acceleratorFunction()))
+      .bind("loop");
+}
+
+Rule loopGuardRule(std::string Method, std::string Statement, std::string Explanation) {
+  transformer::EditGenerator Edits = [Method, Statement](const MatchResult &Match)
+      -> llvm::Expected<llvm::SmallVector<transformer::Edit, 1>> {
+    const auto *Body = Match.Nodes.getNodeAs<CompoundStmt>("body");
+    llvm::SmallVector<transformer::Edit, 1> Result;
+    bool Present = false;
+    forEachStmt(Body, [&](const Stmt *S) {
+      if (const auto *Call = dyn_cast<CXXMemberCallExpr>(S)) {
+        const CXXMethodDecl *Callee = Call->getMethodDecl();
+        Present = Present || (Callee && Callee->getDeclName().isIdentifier() &&
+                              Callee->getName() == Method &&
+                              qualifiedName(Callee->getParent()) == "accelerate::Accelerator");
+      }
+    });
+    if (Present || Body->getLBracLoc().isMacroID()) {
+      return Result;
+    }
+    bool AtLineStart = false;
+    SourceLocation At = lineStartAfter(Body->getLBracLoc(), *Match.SourceManager,
+                                       Match.Context->getLangOpts(), AtLineStart);
+    std::string Text = Statement;
+    const auto *Function = enclosingFunction(DynTypedNode::create(*Body), *Match.Context);
+    if (Text.find("$models") != std::string::npos) {
+      std::string Models;
+      if (Function) {
+        for (const VarDecl *Model : analyzeSetup(Function, *Match.Context).Models) {
+          Models += (Models.empty() ? "" : ", ") + Model->getNameAsString();
+        }
+      }
+      Text.replace(Text.find("$models"), 7, Models);
+    }
+    Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
+    return Result;
+  };
+  return transformer::makeRule(trainingStepLoop(), Edits,
+                               explain("body", std::move(Explanation)));
+}
+
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   SetupInfo Info;
   Info.Function = Function;

@@ -33,6 +33,9 @@ Rule makePrepareRule();
 Rule makeDataLoaderRule();
 Rule makeBackwardRule();
 Rule makeSaveRule();
+Rule makeStepRule();
+Rule makeAccumulateRule();
+Rule makeAutocastRule();
 
 // ---- types -----------------------------------------------------------------------------
 /// True for T, const T, T& and T&& where T is (derived from) the class named QualifiedName.
@@ -74,6 +77,18 @@ bool isTrainingBatch(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 /// The function whose body a statement or declaration is in (lambdas count as functions).
 const clang::FunctionDecl *enclosingFunction(const clang::DynTypedNode &Node,
                                              clang::ASTContext &Ctx);
+
+/// The innermost loop (for, range-for, while, do) around Node inside its function, or null.
+const clang::Stmt *innermostLoop(const clang::DynTypedNode &Node, clang::ASTContext &Ctx);
+/// A loop that runs one training step per iteration: a backward call has it as its innermost
+/// loop.
+bool isTrainingStepLoop(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+/// A training-step loop with a braced body, in user code of a function where generated code
+/// may name `accelerator`; binds the loop as "loop" and its body as "body".
+clang::ast_matchers::StatementMatcher trainingStepLoop();
+/// An edit putting Statement first in the body bound to "body" of a trainingStepLoop match,
+/// unless the body already calls accelerator.<Method>(...); the finding explains it.
+Rule loopGuardRule(std::string Method, std::string Statement, std::string Explanation);
 
 /// What the setup function creates (only direct statements of its body count).
 struct SetupInfo {

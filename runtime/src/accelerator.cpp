@@ -253,6 +253,7 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
     scaled.backward(gradient, retain_graph, create_graph);
   }
   ++rt.global_step;
+  rt.unapplied_gradients = true;
 }
 
 int64_t Accelerator::global_step() const { return runtime_->global_step; }

@@ -49,6 +49,8 @@ bool Accelerator::step(torch::optim::Optimizer &optimizer) {
   if (!rt.sync_gradients) {
     return false;
   }
+  // Applied (or, after an fp16 overflow, discarded): the next zero_grad may clear them.
+  rt.unapplied_gradients = false;
   if (rt.scaler) {
     const bool stepped = rt.scaler->step(optimizer);
     rt.scaler->update();
@@ -75,7 +77,10 @@ bool Accelerator::step(torch::optim::LRScheduler &scheduler) {
 }
 
 void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none) {
-  if (runtime_->sync_gradients) {
+  // Without accumulation every step is whole: clear as asked. With it, keep the gradients of
+  // a cycle until the optimizer has used them, wherever the loop calls zero_grad (first in
+  // the step, as LibTorch's examples do, or after the step).
+  if (runtime_->accumulation_steps == 1 || !runtime_->unapplied_gradients) {
     optimizer.zero_grad(set_to_none);
   }
 }

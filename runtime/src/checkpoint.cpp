@@ -112,6 +112,7 @@ void save_process_state(detail::Runtime &rt, const std::string &path) {
   }
   archive.write("accumulation_step", torch::tensor(static_cast<int64_t>(rt.accumulation_step)));
   archive.write("global_step", torch::tensor(rt.global_step));
+  archive.write("unapplied_gradients", torch::tensor(static_cast<int64_t>(rt.unapplied_gradients)));
   archive.save_to(path);
 }
 
@@ -158,6 +159,7 @@ void load_process_state(detail::Runtime &rt, const fs::path &path) {
   rt.loader_context->end_of_dataloader = false;
   rt.accumulation_step = static_cast<int>(read_int(archive, "accumulation_step"));
   rt.global_step = read_int(archive, "global_step");
+  rt.unapplied_gradients = read_int(archive, "unapplied_gradients") != 0;
 }
 
 // Copies the archive's values into the module's own tensors, so that the optimizer and the

@@ -32,6 +32,9 @@ struct Runtime {
   int accumulation_step = 0;      ///< steps since the last synchronised one
   bool sync_gradients = true;     ///< this training step communicates and steps
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step
+  /// A backward ran since the last synchronised step: its gradients wait for the optimizer,
+  /// so zero_grad must keep them.
+  bool unapplied_gradients = false;
 
   // Mixed precision.
   std::string mixed_precision = "no";

@@ -11,8 +11,13 @@ namespace {
 
 using namespace accel_test;
 
+/// Where the loop clears gradients: after the step (Accelerate's examples) or first thing in
+/// the step (LibTorch's examples, and what accel-rewrite leaves in place).
+enum class ZeroGrad { AfterStep, BeforeForward };
+
 template <typename Sampler>
-std::vector<torch::Tensor> train_accumulating(int accumulation, size_t batch, uint64_t seed) {
+std::vector<torch::Tensor> train_accumulating(int accumulation, size_t batch, uint64_t seed,
+                                              ZeroGrad zero = ZeroGrad::AfterStep) {
   accelerate::Options options;
   options.gradient_accumulation_steps = accumulation;
   accelerate::Accelerator accelerator(options);
@@ -25,9 +30,14 @@ std::vector<torch::Tensor> train_accumulating(int accumulation, size_t batch, ui
   for (int epoch = 0; epoch < 3; ++epoch) {
     for (auto &b : *loader) {
       auto guard = accelerator.accumulate(model);
+      if (zero == ZeroGrad::BeforeForward) {
+        accelerator.zero_grad(optimizer);
+      }
       accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
       accelerator.step(optimizer);
-      accelerator.zero_grad(optimizer);
+      if (zero == ZeroGrad::AfterStep) {
+        accelerator.zero_grad(optimizer);
+      }
     }
   }
   return state_of(model);
@@ -39,9 +49,10 @@ std::string result_path() {
       .string();
 }
 
-template <typename Sampler> void expect_two_by_two_equals_one_at_4b() {
-  auto results = run_in_processes(2, [](const Peer &peer) {
-    auto state = train_accumulating<Sampler>(2, 4, 1000 + peer.rank);
+template <typename Sampler>
+void expect_two_by_two_equals_one_at_4b(ZeroGrad zero = ZeroGrad::AfterStep) {
+  auto results = run_in_processes(2, [zero](const Peer &peer) {
+    auto state = train_accumulating<Sampler>(2, 4, 1000 + peer.rank, zero);
     if (peer.rank == 0) {
       torch::save(state, result_path());
     }
@@ -65,6 +76,12 @@ TEST(Accumulation, TwoProcessesAccumulatingTwoAtBatchBMatchOneProcessAt4BSequent
 
 TEST(Accumulation, TwoProcessesAccumulatingTwoAtBatchBMatchOneProcessAt4BRandom) {
   expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>();
+}
+
+// zero_grad first in the step must not clear what the cycle accumulated so far.
+TEST(Accumulation, ZeroGradBeforeTheForwardPassKeepsTheCycleGradients) {
+  expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>(
+      ZeroGrad::BeforeForward);
 }
 
 TEST(Accumulation, GradientsStayLocalUntilTheSyncStep) {

@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <limits>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -52,6 +55,43 @@ TEST(Cuda, OneProcessUsesTheFirstGpu) {
   accelerate::Accelerator accelerator;
   EXPECT_EQ(accelerator.device(), torch::Device(torch::kCUDA, 0));
   EXPECT_EQ(accelerator.num_processes(), 1);
+}
+
+// fp16 on its home device: the forward pass in half, parameters fp32, loss scaling on the GPU,
+// an injected overflow skipped; and a checkpoint that restores the CUDA generator.
+TEST(Cuda, Fp16TrainsWithLossScalingAndCheckpointsTheGpuGenerator) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  accelerate::Options options;
+  options.mixed_precision = "fp16";
+  accelerate::Accelerator accelerator(options);
+  torch::nn::Linear model(16, 4);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  const auto x = torch::randn({8, 16}, accelerator.device());
+  const auto y = torch::randn({8, 4}, accelerator.device());
+  {
+    auto autocast = accelerator.autocast();
+    auto out = model->forward(x);
+    EXPECT_EQ(out.scalar_type(), torch::kHalf);
+    accelerator.backward(torch::mse_loss(out.to(torch::kFloat32), y));
+  }
+  EXPECT_EQ(model->weight.grad().scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(accelerator.step(optimizer));
+  accelerator.zero_grad(optimizer);
+  model->weight.register_hook(
+      [](torch::Tensor grad) { return grad * std::numeric_limits<float>::infinity(); });
+  accelerator.backward(torch::mse_loss(model->forward(x), y));
+  EXPECT_FALSE(accelerator.step(optimizer));
+  EXPECT_EQ(accelerator.loss_scale(), 32768.0);
+
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("accel-cuda-checkpoint-" + std::to_string(::getpid()));
+  accelerator.save_state(dir.string());
+  const auto expected = torch::rand({4}, accelerator.device());
+  torch::rand({100}, accelerator.device()); // move the generator on
+  accelerator.load_state(dir.string());
+  EXPECT_TRUE(torch::equal(torch::rand({4}, accelerator.device()), expected));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cuda, CpuOptionKeepsTheCpu) {

@@ -120,8 +120,9 @@ public:
   /// scheduler.step() once per optimizer step, whatever the number of processes or
   /// accumulation steps; nothing when the optimizer did not step in this training step.
   bool step(torch::optim::LRScheduler &scheduler);
-  /// optimizer.zero_grad() after a synchronised step; on accumulation steps the gradients
-  /// must stay.
+  /// optimizer.zero_grad(), except while a cycle of gradient accumulation holds gradients
+  /// the optimizer has not used yet: those must stay. So it may be called first in the step
+  /// or after accelerator.step(optimizer).
   void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
   /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Only
   /// meaningful when sync_gradients(): before that, each process holds a partial sum. Under
