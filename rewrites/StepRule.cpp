@@ -30,7 +30,13 @@ AST_MATCHER(CXXMemberCallExpr, inTrainingStepLoop) {
 /// The object the call is on, as an lvalue the accelerator can take (`*opt` for `opt->`).
 std::string objectText(const MatchResult &Match) {
   const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
-  std::string Object = sourceText(Call->getImplicitObjectArgument(), *Match.Context);
+  const Expr *ObjectExpr = Call->getImplicitObjectArgument();
+  // A smart pointer's `opt->`: the object is `opt`, not the operator-> call.
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(ObjectExpr->IgnoreImplicit());
+      Arrow && Arrow->getOperator() == OO_Arrow) {
+    ObjectExpr = Arrow->getArg(0);
+  }
+  std::string Object = sourceText(ObjectExpr, *Match.Context);
   if (const auto *Member = dyn_cast<MemberExpr>(Call->getCallee()); Member && Member->isArrow()) {
     Object = "*" + Object;
   }
