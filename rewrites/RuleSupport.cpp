@@ -9,6 +9,8 @@
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <optional>
+
 using namespace clang;
 using namespace clang::ast_matchers;
 
@@ -237,41 +239,49 @@ bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
   return false;
 }
 
-const FunctionDecl *enclosingFunction(const DynTypedNode &Node, ASTContext &Ctx) {
+namespace {
+/// The nearest ancestor of Node (following first parents) for which Stop holds, or nullopt.
+std::optional<DynTypedNode> nearestAncestor(const DynTypedNode &Node, ASTContext &Ctx,
+                                            llvm::function_ref<bool(const DynTypedNode &)> Stop) {
   DynTypedNode Current = Node;
   for (int Depth = 0; Depth < 512; ++Depth) {
     auto Parents = Ctx.getParents(Current);
     if (Parents.empty()) {
-      return nullptr;
+      return std::nullopt;
     }
     Current = Parents[0];
-    if (const auto *Function = Current.get<FunctionDecl>()) {
-      return Function;
-    }
-    if (const auto *Lambda = Current.get<LambdaExpr>()) {
-      return Lambda->getCallOperator();
+    if (Stop(Current)) {
+      return Current;
     }
   }
-  return nullptr;
+  return std::nullopt;
+}
+
+bool isFunctionBoundary(const DynTypedNode &Node) {
+  return Node.get<FunctionDecl>() || Node.get<LambdaExpr>();
+}
+
+bool isLoop(const Stmt *S) {
+  return S && (isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S));
+}
+} // namespace
+
+const FunctionDecl *enclosingFunction(const DynTypedNode &Node, ASTContext &Ctx) {
+  auto Found = nearestAncestor(Node, Ctx, isFunctionBoundary);
+  if (!Found) {
+    return nullptr;
+  }
+  if (const auto *Lambda = Found->get<LambdaExpr>()) {
+    return Lambda->getCallOperator();
+  }
+  return Found->get<FunctionDecl>();
 }
 
 const Stmt *innermostLoop(const DynTypedNode &Node, ASTContext &Ctx) {
-  DynTypedNode Current = Node;
-  for (int Depth = 0; Depth < 512; ++Depth) {
-    auto Parents = Ctx.getParents(Current);
-    if (Parents.empty()) {
-      return nullptr;
-    }
-    Current = Parents[0];
-    if (Current.get<FunctionDecl>() || Current.get<LambdaExpr>()) {
-      return nullptr;
-    }
-    if (const auto *S = Current.get<Stmt>();
-        S && (isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S))) {
-      return S;
-    }
-  }
-  return nullptr;
+  auto Found = nearestAncestor(Node, Ctx, [](const DynTypedNode &Ancestor) {
+    return isFunctionBoundary(Ancestor) || isLoop(Ancestor.get<Stmt>());
+  });
+  return Found && isLoop(Found->get<Stmt>()) ? Found->get<Stmt>() : nullptr;
 }
 
 bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
@@ -295,17 +305,18 @@ StatementMatcher trainingStepLoop() {
 }
 
 Rule loopGuardRule(std::string Method, std::string Statement, std::string Explanation) {
-  transformer::EditGenerator Edits = [Method, Statement](const MatchResult &Match)
-      -> llvm::Expected<llvm::SmallVector<transformer::Edit, 1>> {
+  transformer::EditGenerator Edits =
+      [Method, Statement](
+          const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<transformer::Edit, 1>> {
     const auto *Body = Match.Nodes.getNodeAs<CompoundStmt>("body");
     llvm::SmallVector<transformer::Edit, 1> Result;
     bool Present = false;
     forEachStmt(Body, [&](const Stmt *S) {
       if (const auto *Call = dyn_cast<CXXMemberCallExpr>(S)) {
         const CXXMethodDecl *Callee = Call->getMethodDecl();
-        Present = Present || (Callee && Callee->getDeclName().isIdentifier() &&
-                              Callee->getName() == Method &&
-                              qualifiedName(Callee->getParent()) == "accelerate::Accelerator");
+        Present = Present ||
+                  (Callee && Callee->getDeclName().isIdentifier() && Callee->getName() == Method &&
+                   qualifiedName(Callee->getParent()) == "accelerate::Accelerator");
       }
     });
     if (Present || Body->getLBracLoc().isMacroID()) {
@@ -328,8 +339,7 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
     Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
     return Result;
   };
-  return transformer::makeRule(trainingStepLoop(), Edits,
-                               explain("body", std::move(Explanation)));
+  return transformer::makeRule(trainingStepLoop(), Edits, explain("body", std::move(Explanation)));
 }
 
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
