@@ -53,12 +53,7 @@ std::optional<std::string> replacement(const MatchResult &Match) {
     if (Args.size() > 3) {
       return std::nullopt;
     }
-    const Expr *Object = Member->getImplicitObjectArgument();
-    Loss = sourceText(Object, Ctx);
-    if (const auto *MemberRef = dyn_cast<MemberExpr>(Member->getCallee());
-        MemberRef && MemberRef->isArrow()) {
-      Loss = "*" + Loss;
-    }
+    Loss = calledObject(Member, Ctx);
     if (!Args.empty()) {
       // The arguments as written, comments included.
       llvm::Expected<CharSourceRange> Written = callArgs("call")(Match);

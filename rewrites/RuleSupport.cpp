@@ -153,6 +153,18 @@ llvm::SmallVector<const Expr *, 4> writtenArgs(const CallExpr *Call) {
   return Args;
 }
 
+std::string calledObject(const CXXMemberCallExpr *Call, const ASTContext &Ctx) {
+  const Expr *Object = Call->getImplicitObjectArgument();
+  // A smart pointer's `opt->`: the object is `opt`, not the operator-> call.
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object->IgnoreImplicit());
+      Arrow && Arrow->getOperator() == OO_Arrow) {
+    Object = Arrow->getArg(0);
+  }
+  std::string Text = sourceText(Object, Ctx);
+  const auto *Member = dyn_cast<MemberExpr>(Call->getCallee());
+  return !Text.empty() && Member && Member->isArrow() ? "*" + Text : Text;
+}
+
 std::string functionLabel(const FunctionDecl *Function) {
   if (!Function) {
     return "this function";

@@ -59,6 +59,9 @@ const clang::Expr *spelled(const clang::Expr *E);
 bool isBackwardCall(const clang::Stmt *S);
 /// Arguments the user wrote (default arguments dropped).
 llvm::SmallVector<const clang::Expr *, 4> writtenArgs(const clang::CallExpr *Call);
+/// The object a member call is on, as an lvalue to pass along: `opt` for `opt.step()`, `*opt`
+/// for `opt->step()` (raw or smart pointer). Empty when it is not in one file.
+std::string calledObject(const clang::CXXMemberCallExpr *Call, const clang::ASTContext &Ctx);
 /// "'train'" for a named function, "a lambda" for a lambda's body.
 std::string functionLabel(const clang::FunctionDecl *Function);
 /// The source text of a node (empty when it is not in one file).

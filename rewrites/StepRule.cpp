@@ -27,24 +27,12 @@ AST_MATCHER(CXXMemberCallExpr, inTrainingStepLoop) {
   return Loop && isTrainingStepLoop(Loop, Ctx);
 }
 
-/// The object the call is on, as an lvalue the accelerator can take (`*opt` for `opt->`).
-std::string objectText(const MatchResult &Match) {
-  const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
-  const Expr *ObjectExpr = Call->getImplicitObjectArgument();
-  // A smart pointer's `opt->`: the object is `opt`, not the operator-> call.
-  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(ObjectExpr->IgnoreImplicit());
-      Arrow && Arrow->getOperator() == OO_Arrow) {
-    ObjectExpr = Arrow->getArg(0);
-  }
-  std::string Object = sourceText(ObjectExpr, *Match.Context);
-  if (const auto *Member = dyn_cast<MemberExpr>(Call->getCallee()); Member && Member->isArrow()) {
-    Object = "*" + Object;
-  }
-  return Object;
+const CXXMemberCallExpr *call(const MatchResult &Match) {
+  return Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
 }
 
 std::string arguments(const MatchResult &Match) {
-  const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
+  const auto *Call = call(Match);
   if (writtenArgs(Call).empty()) {
     return "";
   }
@@ -75,10 +63,11 @@ Rule makeStepRule() {
       cxxMemberCallExpr(InLoop, callee(cxxMethodDecl(hasName("step"), ofClass(Scheduler))))
           .bind("call");
   auto Step = [](const MatchResult &Match) -> std::string {
-    return "accelerator.step(" + objectText(Match) + ")";
+    return "accelerator.step(" + calledObject(call(Match), *Match.Context) + ")";
   };
   auto Zero = [](const MatchResult &Match) -> std::string {
-    return "accelerator.zero_grad(" + objectText(Match) + arguments(Match) + ")";
+    return "accelerator.zero_grad(" + calledObject(call(Match), *Match.Context) + arguments(Match) +
+           ")";
   };
   return applyFirst<Finding>({
       makeRule(cxxMemberCallExpr(OptimizerStep, argumentCountIs(1),

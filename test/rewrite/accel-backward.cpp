@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 
 // Another type with a backward() member is untouched.
@@ -51,6 +52,9 @@ int main() {
   torch::Tensor *pointer = &loss;
   pointer->backward();
   // CHECK-FIXES: accelerator.backward(*pointer);
+  auto owned = std::make_unique<torch::Tensor>(loss);
+  owned->backward();
+  // CHECK-FIXES: accelerator.backward(*owned);
   torch::autograd::backward({loss});
   // CHECK-FIXES: accelerator.backward(loss);
   torch::autograd::backward({loss}, {grad});
