@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace accelerate {
@@ -86,6 +87,17 @@ std::vector<at::Generator> cuda_generators() {
   return generators;
 }
 
+// The loaders that still exist, in order of creation (loaders made per epoch come and go).
+std::vector<std::shared_ptr<detail::LoaderProgress>> live_loaders(detail::Runtime &rt) {
+  std::vector<std::shared_ptr<detail::LoaderProgress>> live;
+  for (const auto &weak : rt.loader_context->loaders) {
+    if (auto progress = weak.lock()) {
+      live.push_back(std::move(progress));
+    }
+  }
+  return live;
+}
+
 void save_process_state(detail::Runtime &rt, const std::string &path) {
   torch::serialize::OutputArchive archive;
   {
@@ -99,12 +111,13 @@ void save_process_state(detail::Runtime &rt, const std::string &path) {
     std::lock_guard<std::mutex> lock(cuda[i].mutex());
     archive.write("rng/cuda_" + std::to_string(i), cuda[i].get_state());
   }
-  size_t index = 0;
-  for (const auto &weak : rt.loader_context->loaders) {
-    const std::string key = "loader_" + std::to_string(index++) + "/";
-    const auto progress = weak.lock();
-    const detail::LoaderProgress empty;
-    const auto &p = progress ? *progress : empty;
+  const auto loaders = live_loaders(rt);
+  archive.write("loader_count", torch::tensor(static_cast<int64_t>(loaders.size())));
+  for (size_t i = 0; i < loaders.size(); ++i) {
+    const std::string key = "loader_" + std::to_string(i) + "/";
+    const auto &p = *loaders[i];
+    archive.write(key + "dataset_size", torch::tensor(static_cast<int64_t>(p.dataset_size)));
+    archive.write(key + "batch_size", torch::tensor(static_cast<int64_t>(p.batch_size)));
     archive.write(key + "order", torch::tensor(p.order, torch::kInt64));
     archive.write(key + "delivered", torch::tensor(static_cast<int64_t>(p.delivered)));
     archive.write(key + "batches", torch::tensor(static_cast<int64_t>(p.batches)));
@@ -122,69 +135,117 @@ int64_t read_int(torch::serialize::InputArchive &archive, const std::string &key
   return value.item<int64_t>();
 }
 
-void load_process_state(detail::Runtime &rt, const fs::path &path) {
+// One process's part of a checkpoint, read and checked before anything is restored.
+struct ProcessState {
+  torch::Tensor cpu_rng;
+  std::vector<torch::Tensor> cuda_rng;
+  /// Saved loader progress for each live loader it belongs to (null: that loader starts fresh).
+  std::vector<std::optional<detail::LoaderProgress>> loaders;
+  int64_t accumulation_step = 0, global_step = 0;
+  bool unapplied_gradients = false;
+};
+
+ProcessState read_process_state(detail::Runtime &rt, const fs::path &path) {
   torch::serialize::InputArchive archive;
   archive.load_from(path.string());
-  {
-    torch::Tensor state;
-    archive.read("rng/cpu", state);
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(state);
+  ProcessState state;
+  archive.read("rng/cpu", state.cpu_rng);
+  const auto cuda_count = read_int(archive, "rng/cuda_count");
+  for (int64_t i = 0; i < cuda_count; ++i) {
+    state.cuda_rng.emplace_back();
+    archive.read("rng/cuda_" + std::to_string(i), state.cuda_rng.back());
   }
-  auto cuda = cuda_generators();
-  const auto saved_cuda = static_cast<size_t>(read_int(archive, "rng/cuda_count"));
-  for (size_t i = 0; i < std::min(saved_cuda, cuda.size()); ++i) {
-    torch::Tensor state;
-    archive.read("rng/cuda_" + std::to_string(i), state);
-    std::lock_guard<std::mutex> lock(cuda[i].mutex());
-    cuda[i].set_state(state);
-  }
-  size_t index = 0;
-  for (const auto &weak : rt.loader_context->loaders) {
-    const std::string key = "loader_" + std::to_string(index++) + "/";
-    const auto progress = weak.lock();
-    if (!progress) {
-      continue;
-    }
+  // Saved loaders are matched in order to the live ones of the same dataset size and batch
+  // size; a loader made per epoch (evaluation) may exist on one side only. What must not be
+  // lost is a loader in the middle of an epoch.
+  const auto live = live_loaders(rt);
+  state.loaders.resize(live.size());
+  size_t next_live = 0;
+  const auto saved_count = read_int(archive, "loader_count");
+  for (int64_t i = 0; i < saved_count; ++i) {
+    const std::string key = "loader_" + std::to_string(i) + "/";
+    detail::LoaderProgress saved;
+    saved.dataset_size = static_cast<size_t>(read_int(archive, key + "dataset_size"));
+    saved.batch_size = static_cast<size_t>(read_int(archive, key + "batch_size"));
     torch::Tensor order;
     archive.read(key + "order", order);
     order = order.contiguous();
-    progress->order.assign(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
-    progress->delivered = static_cast<size_t>(read_int(archive, key + "delivered"));
-    progress->batches = static_cast<size_t>(read_int(archive, key + "batches"));
-    progress->epochs_begun = read_int(archive, key + "epochs_begun");
-    progress->resume = progress->delivered < progress->batches;
+    saved.order.assign(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
+    saved.delivered = static_cast<size_t>(read_int(archive, key + "delivered"));
+    saved.batches = static_cast<size_t>(read_int(archive, key + "batches"));
+    saved.epochs_begun = read_int(archive, key + "epochs_begun");
+    saved.resume = saved.delivered < saved.batches;
+    size_t match = next_live;
+    while (match < live.size() && (live[match]->dataset_size != saved.dataset_size ||
+                                   live[match]->batch_size != saved.batch_size)) {
+      ++match;
+    }
+    if (match == live.size()) {
+      if (saved.resume) {
+        throw std::runtime_error("accelerate: load_state: " + path.parent_path().string() +
+                                 " holds a loader of " + std::to_string(saved.dataset_size) +
+                                 " samples in batches of " + std::to_string(saved.batch_size) +
+                                 " in the middle of an epoch, and this program has " +
+                                 "no such loader yet: call prepare_data_loader before load_state");
+      }
+      continue; // finished or not begun: nothing to continue
+    }
+    state.loaders[match] = std::move(saved);
+    next_live = match + 1;
   }
-  rt.loader_context->end_of_dataloader = false;
-  rt.accumulation_step = static_cast<int>(read_int(archive, "accumulation_step"));
-  rt.global_step = read_int(archive, "global_step");
-  rt.unapplied_gradients = read_int(archive, "unapplied_gradients") != 0;
+  state.accumulation_step = read_int(archive, "accumulation_step");
+  state.global_step = read_int(archive, "global_step");
+  state.unapplied_gradients = read_int(archive, "unapplied_gradients") != 0;
+  return state;
 }
 
-// Copies the archive's values into the module's own tensors, so that the optimizer and the
-// gradient synchronisation keep pointing at the parameters they hold.
-void copy_module_state(torch::nn::Module &module, torch::serialize::InputArchive &archive,
-                       const std::string &where) {
-  torch::NoGradGuard no_grad;
-  const auto copy = [&](const std::string &name, torch::Tensor &target, bool is_buffer) {
+void apply_process_state(detail::Runtime &rt, ProcessState state) {
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state.cpu_rng);
+  }
+  auto cuda = cuda_generators();
+  for (size_t i = 0; i < std::min(state.cuda_rng.size(), cuda.size()); ++i) {
+    std::lock_guard<std::mutex> lock(cuda[i].mutex());
+    cuda[i].set_state(state.cuda_rng[i]);
+  }
+  const auto live = live_loaders(rt);
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (state.loaders[i]) {
+      *live[i] = std::move(*state.loaders[i]);
+    }
+  }
+  rt.loader_context->end_of_dataloader = false;
+  rt.accumulation_step = static_cast<int>(state.accumulation_step);
+  rt.global_step = state.global_step;
+  rt.unapplied_gradients = state.unapplied_gradients;
+}
+
+// The model's own tensors paired with the archive's values, every shape checked, so that a
+// refused checkpoint changes nothing. Copying into the model's tensors (rather than replacing
+// them) keeps the optimizer and the gradient synchronisation pointing at its parameters.
+void pair_module_state(torch::nn::Module &module, torch::serialize::InputArchive &archive,
+                       const std::string &where,
+                       std::vector<std::pair<torch::Tensor, torch::Tensor>> &pairs) {
+  const auto take = [&](const std::string &name, const torch::Tensor &target, bool is_buffer) {
     torch::Tensor value;
     archive.read(name, value, is_buffer);
     TORCH_CHECK(value.sizes() == target.sizes(), "accelerate: load_state: ", where, name,
                 " has shape ", value.sizes(), " in the checkpoint but ", target.sizes(),
                 " in the model");
-    target.copy_(value);
+    pairs.emplace_back(target, value);
   };
-  for (auto &parameter : module.named_parameters(/*recurse=*/false)) {
-    copy(parameter.key(), parameter.value(), false);
+  for (const auto &parameter : module.named_parameters(/*recurse=*/false)) {
+    take(parameter.key(), parameter.value(), false);
   }
-  for (auto &buffer : module.named_buffers(/*recurse=*/false)) {
-    copy(buffer.key(), buffer.value(), true);
+  for (const auto &buffer : module.named_buffers(/*recurse=*/false)) {
+    take(buffer.key(), buffer.value(), true);
   }
   for (const auto &child : module.named_children()) {
     torch::serialize::InputArchive child_archive;
     archive.read(child.key(), child_archive);
-    copy_module_state(*child.value(), child_archive, where + child.key() + ".");
+    pair_module_state(*child.value(), child_archive, where + child.key() + ".", pairs);
   }
 }
 
@@ -290,7 +351,7 @@ std::string Accelerator::save_state(const std::string &directory) {
               {"models", rt.models.size()},
               {"optimizers", rt.optimizers.size()},
               {"schedulers", rt.schedulers.size()},
-              {"loaders", rt.loader_context->loaders.size()},
+              {"loaders", live_loaders(rt).size()},
               {"mixed_precision", rt.mixed_precision},
               {"global_step", rt.global_step},
           };
@@ -340,30 +401,47 @@ std::string Accelerator::load_state(const std::string &directory) {
   require_count(manifest, "models", rt.models.size(), source);
   require_count(manifest, "optimizers", rt.optimizers.size(), source);
   require_count(manifest, "schedulers", rt.schedulers.size(), source);
-  require_count(manifest, "loaders", rt.loader_context->loaders.size(), source);
 
+  // Everything is read and checked first, then restored: a refused checkpoint changes nothing.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> model_state;
   for (size_t i = 0; i < rt.models.size(); ++i) {
     torch::serialize::InputArchive archive;
     archive.load_from((source / file_for("model", i)).string(), rt.device);
-    copy_module_state(*rt.models[i], archive, "model " + std::to_string(i) + " ");
+    pair_module_state(*rt.models[i], archive, "model " + std::to_string(i) + " ", model_state);
   }
+  std::vector<torch::serialize::InputArchive> optimizer_archives(rt.optimizers.size());
   for (size_t i = 0; i < rt.optimizers.size(); ++i) {
-    torch::serialize::InputArchive archive;
-    archive.load_from((source / file_for("optimizer", i)).string(), rt.device);
-    rt.optimizers[i]->load(archive);
+    optimizer_archives[i].load_from((source / file_for("optimizer", i)).string(), rt.device);
   }
+  std::vector<unsigned> scheduler_positions;
   for (size_t i = 0; i < rt.schedulers.size(); ++i) {
     torch::serialize::InputArchive archive;
     archive.load_from((source / file_for("scheduler", i)).string());
-    SchedulerPosition::of(*rt.schedulers[i]) =
-        static_cast<unsigned>(read_int(archive, "step_count"));
+    scheduler_positions.push_back(static_cast<unsigned>(read_int(archive, "step_count")));
   }
+  std::optional<torch::serialize::InputArchive> scaler_archive;
   if (rt.scaler && fs::exists(source / "scaler.pt")) {
-    torch::serialize::InputArchive archive;
-    archive.load_from((source / "scaler.pt").string());
-    rt.scaler->load(archive);
+    scaler_archive.emplace();
+    scaler_archive->load_from((source / "scaler.pt").string());
   }
-  load_process_state(rt, source / process_file(rt.info.rank));
+  ProcessState process = read_process_state(rt, source / process_file(rt.info.rank));
+
+  {
+    torch::NoGradGuard no_grad;
+    for (auto &[target, value] : model_state) {
+      target.copy_(value);
+    }
+  }
+  for (size_t i = 0; i < rt.optimizers.size(); ++i) {
+    rt.optimizers[i]->load(optimizer_archives[i]);
+  }
+  for (size_t i = 0; i < rt.schedulers.size(); ++i) {
+    SchedulerPosition::of(*rt.schedulers[i]) = scheduler_positions[i];
+  }
+  if (scaler_archive) {
+    rt.scaler->load(*scaler_archive);
+  }
+  apply_process_state(rt, std::move(process));
   return source.string();
 }
 

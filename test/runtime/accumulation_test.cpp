@@ -80,8 +80,7 @@ TEST(Accumulation, TwoProcessesAccumulatingTwoAtBatchBMatchOneProcessAt4BRandom)
 
 // zero_grad first in the step must not clear what the cycle accumulated so far.
 TEST(Accumulation, ZeroGradBeforeTheForwardPassKeepsTheCycleGradients) {
-  expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>(
-      ZeroGrad::BeforeForward);
+  expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>(ZeroGrad::BeforeForward);
 }
 
 TEST(Accumulation, GradientsStayLocalUntilTheSyncStep) {

@@ -164,6 +164,58 @@ TEST(Checkpoint, AModelOfAnotherShapeIsRefusedNamingTheParameter) {
   fs::remove_all(dir);
 }
 
+TEST(Checkpoint, ARefusedCheckpointChangesNothing) {
+  const auto dir = make_temp_dir("checkpoint-unchanged");
+  {
+    accelerate::Accelerator accelerator;
+    Net model;
+    accelerator.prepare(model);
+    accelerator.save_state(dir + "/state");
+  }
+  // Same first layer, another second one: the first must not be half-loaded.
+  struct OtherImpl : torch::nn::Module {
+    torch::nn::Linear first = register_module("first", torch::nn::Linear(8, 16));
+    torch::nn::Linear second = register_module("second", torch::nn::Linear(16, 2));
+  };
+  accelerate::Accelerator accelerator;
+  auto model = std::make_shared<OtherImpl>();
+  accelerator.prepare(model);
+  const auto before = model->first->weight.clone();
+  EXPECT_NE(error_of([&] { accelerator.load_state(dir + "/state"); }).find("second.weight"),
+            std::string::npos);
+  EXPECT_TRUE(torch::equal(model->first->weight, before));
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ALoaderInTheMiddleOfAnEpochMustExistBeforeLoading) {
+  const auto dir = make_temp_dir("checkpoint-loader");
+  {
+    accelerate::Accelerator accelerator;
+    auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+        RegressionDataset().map(torch::data::transforms::Stack<>()), 8);
+    auto batch = loader->begin();
+    *batch; // one batch of six delivered
+    accelerator.save_state(dir + "/state");
+  }
+  accelerate::Accelerator accelerator;
+  EXPECT_NE(error_of([&] {
+              accelerator.load_state(dir + "/state");
+            }).find("holds a loader of 48 samples in batches of 8 in the middle of an epoch"),
+            std::string::npos);
+  auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+      RegressionDataset().map(torch::data::transforms::Stack<>()), 8);
+  accelerator.load_state(dir + "/state");
+  EXPECT_EQ(loader->completed_epochs(), 0);
+  size_t rest = 0;
+  for (auto &batch : *loader) {
+    EXPECT_EQ(batch.data.size(0), 8);
+    ++rest;
+  }
+  EXPECT_EQ(rest, 5u) << "the epoch continues after the batch the checkpoint saw";
+  EXPECT_EQ(loader->completed_epochs(), 1);
+  fs::remove_all(dir);
+}
+
 std::string shared_dir() {
   return (fs::temp_directory_path() / ("accel-checkpoint-world-" + std::to_string(job_id())))
       .string();

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,6 +17,8 @@ namespace detail {
 
 /// Where a prepared loader is in its epochs: what save_state keeps and load_state restores.
 struct LoaderProgress {
+  size_t dataset_size = 0; ///< what the loader was made with, to match it at load_state
+  size_t batch_size = 0;
   std::vector<int64_t> order; ///< the current epoch's sample order, the same on every process
   size_t delivered = 0;       ///< batches of the current epoch handed to the program
   size_t batches = 0;         ///< batches of the current epoch for this process
@@ -169,7 +172,14 @@ public:
     const auto size = dataset.size();
     TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a sized dataset");
     progress_ = std::make_shared<detail::LoaderProgress>();
-    context_->loaders.push_back(progress_);
+    progress_->dataset_size = *size;
+    progress_->batch_size = options.batch_size();
+    // Loaders made per epoch come and go: keep the list to the living.
+    auto &loaders = context_->loaders;
+    loaders.erase(std::remove_if(loaders.begin(), loaders.end(),
+                                 [](const auto &weak) { return weak.expired(); }),
+                  loaders.end());
+    loaders.push_back(progress_);
     state_ = std::make_shared<typename ShardSampler::State>(
         typename ShardSampler::State{std::move(sampler),
                                      *size,

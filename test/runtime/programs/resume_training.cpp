@@ -6,8 +6,9 @@
 //
 // --kill-after-step N: SIGKILL this process right after the checkpoint of step N.
 // --resume: load the newest checkpoint under DIR before training.
-// At the end the main process writes the parameters, the learning rate and the step count to
-// FILE (torch::save of a tensor list).
+// Each epoch ends with an evaluation through a loader made for that epoch. At the end the main
+// process writes the parameters, the learning rate, the step count, the loss scale and the last
+// evaluation's squared error to FILE (torch::save of a tensor list).
 #include "../training_fixture.h"
 
 #include <accelerate/accelerate.h>
@@ -91,7 +92,11 @@ int main(int argc, char **argv) {
   if (resume) {
     accelerator.print("resumed from ", accelerator.load_state());
   }
+  std::vector<torch::Tensor> eval_errors;
   for (int64_t epoch = loader->completed_epochs(); epoch < 3; ++epoch) {
+    // Made anew each epoch, as programs often do; it exists while checkpoints are written.
+    auto eval_loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+        accel_test::RegressionDataset().map(torch::data::transforms::Stack<>()), 5);
     for (auto &batch : *loader) {
       auto loss = torch::mse_loss(model->forward(batch.data), batch.target);
       accelerator.backward(loss);
@@ -103,6 +108,15 @@ int main(int argc, char **argv) {
         std::raise(SIGKILL);
       }
     }
+    torch::NoGradGuard no_grad;
+    model->eval();
+    torch::Tensor squared_error = torch::zeros({});
+    for (auto &batch : *eval_loader) {
+      auto error = (model->forward(batch.data) - batch.target).pow(2).sum(1);
+      squared_error += accelerator.gather_for_metrics(error).sum();
+    }
+    eval_errors.push_back(squared_error);
+    model->train();
   }
   std::vector<torch::Tensor> result;
   for (const auto &parameter : model->parameters()) {
@@ -111,6 +125,8 @@ int main(int argc, char **argv) {
   result.push_back(torch::tensor(optimizer.param_groups()[0].options().get_lr()));
   result.push_back(torch::tensor(accelerator.global_step()));
   result.push_back(torch::tensor(accelerator.loss_scale()));
+  // The evaluation of the epochs this run finished (a resumed run finishes the last two).
+  result.push_back(eval_errors.empty() ? torch::zeros({}) : eval_errors.back());
   accelerator.save(result, out);
   return 0;
 }
