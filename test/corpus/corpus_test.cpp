@@ -1,0 +1,113 @@
+// The end-to-end corpus: each program in test/corpus is a plain single-process LibTorch
+// training program. The build compiles it as written and, rewritten by accel-rewrite, against
+// the runtime. Here the original trains on 1 process at batch 2B and the rewrite under
+// `accel launch --num_processes 2` at batch B; both see the same global batches, so the final
+// parameters and the printed metrics must agree (tolerances below: float sums in another order).
+#include "run_command.h"
+
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using accel_test::run_command;
+
+constexpr double kRelative = 1e-4, kAbsolute = 1e-5;
+constexpr int64_t kBatchPerProcess = 8;
+
+struct Program {
+  std::string name;
+};
+
+std::string describe(const accel_test::CommandResult &result) {
+  return "exit " + std::to_string(result.exit_code) + "\nstdout:\n" + result.out + "\nstderr:\n" +
+         result.err;
+}
+
+// "metric NAME VALUE" lines; from a launcher's output, only the main process's.
+std::map<std::string, double> metrics(const std::string &output) {
+  std::map<std::string, double> found;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("[rank", 0) == 0) {
+      if (line.rfind("[rank0] ", 0) != 0) {
+        continue;
+      }
+      line = line.substr(8);
+    }
+    std::istringstream words(line);
+    std::string tag, name;
+    double value = 0;
+    if (words >> tag >> name >> value && tag == "metric") {
+      found[name] = value;
+    }
+  }
+  return found;
+}
+
+// Every tensor of two module archives (torch::save of a model), compared by name.
+void expect_same_archives(torch::serialize::InputArchive &expected,
+                          torch::serialize::InputArchive &actual, const std::string &where) {
+  for (const auto &key : expected.keys()) {
+    torch::Tensor expected_tensor, actual_tensor;
+    if (expected.try_read(key, expected_tensor) || expected.try_read(key, expected_tensor, true)) {
+      ASSERT_TRUE(actual.try_read(key, actual_tensor) || actual.try_read(key, actual_tensor, true))
+          << where << key << " is missing from the distributed run's model";
+      EXPECT_TRUE(torch::allclose(expected_tensor, actual_tensor, kRelative, kAbsolute))
+          << where << key << " differs by " << (expected_tensor - actual_tensor).abs().max();
+      continue;
+    }
+    torch::serialize::InputArchive expected_child, actual_child;
+    ASSERT_TRUE(expected.try_read(key, expected_child)) << where << key;
+    ASSERT_TRUE(actual.try_read(key, actual_child)) << where << key << " is missing";
+    expect_same_archives(expected_child, actual_child, where + key + ".");
+  }
+}
+
+class Corpus : public ::testing::TestWithParam<Program> {};
+
+TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
+  const std::string name = GetParam().name;
+  const auto dir = accel_test::make_temp_dir("corpus-" + name);
+  fs::create_directories(dir + "/single");
+  fs::create_directories(dir + "/distributed");
+  const std::string original = std::string(CORPUS_BIN_DIR) + "/corpus_" + name;
+  const std::string rewritten = original + "_dist";
+
+  const auto single = run_command({original, std::to_string(2 * kBatchPerProcess), dir + "/single"},
+                                  {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(single.exit_code, 0) << describe(single);
+  const auto distributed = run_command({ACCEL_BIN, "launch", "--num_processes", "2", rewritten,
+                                        std::to_string(kBatchPerProcess), dir + "/distributed"},
+                                       {{"HF_HOME", "/nonexistent-accel-test"}});
+  ASSERT_EQ(distributed.exit_code, 0) << describe(distributed);
+
+  const auto expected_metrics = metrics(single.out);
+  const auto actual_metrics = metrics(distributed.out);
+  ASSERT_FALSE(expected_metrics.empty()) << single.out;
+  ASSERT_EQ(expected_metrics.size(), actual_metrics.size()) << distributed.out;
+  for (const auto &[metric, value] : expected_metrics) {
+    ASSERT_EQ(actual_metrics.count(metric), 1u) << metric << " missing:\n" << distributed.out;
+    EXPECT_NEAR(actual_metrics.at(metric), value, 1e-3 * std::max(1.0, std::abs(value)))
+        << "metric " << metric;
+  }
+
+  torch::serialize::InputArchive expected, actual;
+  expected.load_from(dir + "/single/model.pt");
+  actual.load_from(dir + "/distributed/model.pt");
+  expect_same_archives(expected, actual, "");
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
+                         ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"}),
+                         [](const auto &info) { return info.param.name; });
+
+} // namespace
