@@ -107,7 +107,8 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
-                         ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"}),
+                         ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"},
+                                           Program{"gan_adamw"}, Program{"gru_sequences"}),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace
