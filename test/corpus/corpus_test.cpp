@@ -111,4 +111,35 @@ INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
                                            Program{"gan_adamw"}, Program{"gru_sequences"}),
                          [](const auto &info) { return info.param.name; });
 
+// The product's own example, examples/mnist/train.cpp, on MNIST-format files (Debian's
+// Fashion-MNIST, which scripts/setup installs), rewritten by the build like the corpus: one
+// epoch, 1 process at batch 100 against 2 at 50.
+TEST(CorpusMnistExample, TwoProcessesAtBatch50MatchOneProcessAt100) {
+  const std::string source = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(source + "/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << source << " is missing (apt-get install dataset-fashion-mnist)";
+  }
+  const auto dir = accel_test::make_temp_dir("corpus-mnist");
+  for (const std::string file : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                 "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    const auto unpacked = run_command({"/bin/sh", "-c", "gunzip -c \"$0\" > \"$1\"",
+                                       source + "/" + file + ".gz", dir + "/" + file});
+    ASSERT_EQ(unpacked.exit_code, 0) << describe(unpacked);
+  }
+  const std::string bin = CORPUS_BIN_DIR;
+  const auto single = run_command({bin + "/mnist_train", dir, "100", "1"});
+  ASSERT_EQ(single.exit_code, 0) << describe(single);
+  const auto distributed = run_command(
+      {ACCEL_BIN, "launch", "--num_processes", "2", bin + "/mnist_train_dist", dir, "50", "1"},
+      {{"HF_HOME", "/nonexistent-accel-test"}});
+  ASSERT_EQ(distributed.exit_code, 0) << describe(distributed);
+  const auto accuracy = [](const std::string &output) {
+    const auto at = output.find("epoch 1 test accuracy ");
+    return at == std::string::npos ? -1.0 : std::stod(output.substr(at + 22));
+  };
+  ASSERT_GT(accuracy(single.out), 0.5) << single.out;
+  EXPECT_NEAR(accuracy(distributed.out), accuracy(single.out), 1e-3) << distributed.out;
+  fs::remove_all(dir);
+}
+
 } // namespace
