@@ -53,15 +53,16 @@ int main(int argc, char **argv) {
       auto zeros = torch::zeros({real.size(0), 1}, device);
 
       d_optimizer.zero_grad();
-      auto fake = generator->forward(noise);
-      auto d_loss =
-          torch::binary_cross_entropy_with_logits(discriminator->forward(real), ones) +
-          torch::binary_cross_entropy_with_logits(discriminator->forward(fake.detach()), zeros);
+      auto generated = generator->forward(noise);
+      auto d_loss = torch::binary_cross_entropy_with_logits(discriminator->forward(real), ones) +
+                    torch::binary_cross_entropy_with_logits(
+                        discriminator->forward(generated.detach()), zeros);
       d_loss.backward();
       d_optimizer.step();
 
       g_optimizer.zero_grad();
-      auto g_loss = torch::binary_cross_entropy_with_logits(discriminator->forward(fake), ones);
+      auto g_loss =
+          torch::binary_cross_entropy_with_logits(discriminator->forward(generated), ones);
       g_loss.backward();
       g_optimizer.step();
     }
