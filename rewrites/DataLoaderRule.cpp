@@ -1,8 +1,9 @@
 //===- DataLoaderRule.cpp - accel-data-loader -----------------------------===//
 //
 // torch::data::make_data_loader<S>(args...) -> accelerator.prepare_data_loader<S>(args...)
-// for training loaders (iterated by a loop that calls backward), so that every process gets
-// its shard of each epoch. See docs/rules/accel-data-loader.md.
+// for training loaders (iterated by a loop that calls backward, here or in a function the
+// loader is passed to), so that every process gets its shard of each epoch. See
+// docs/rules/accel-data-loader.md.
 //
 //===----------------------------------------------------------------------===//
 #include "RuleSupport.h"
@@ -67,7 +68,20 @@ Plan plan(const MatchResult &Match) {
   std::string Name = Loader->getNameAsString();
   bool Training = isTrainingLoader(Loader, Ctx);
   if (!Training) {
-    if (!iteratedByRangeFor(Loader, Ctx) &&
+    bool IteratedElsewhere = false;
+    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+      IteratedElsewhere = IteratedElsewhere || HandOff.Iterates;
+      if (HandOff.Trains && !HandOff.AcceptsShardedLoader) {
+        Warn("data loader '" + Name + "' feeds training in " + functionLabel(HandOff.Callee) +
+             ", whose parameter names LibTorch's loader type: make that parameter's type a "
+             "template parameter (template <typename Loader> ... Loader &loader) and create '" +
+             Name +
+             "' with accelerator.prepare_data_loader<Sampler>(...) so that each process "
+             "gets its shard");
+        return Result;
+      }
+    }
+    if (!IteratedElsewhere && !iteratedByRangeFor(Loader, Ctx) &&
         !match(acceleratorFunction(), *cast<FunctionDecl>(Loader->getDeclContext()), Ctx).empty()) {
       Warn("data loader '" + Name +
            "' is not iterated by a loop here; if it feeds training, create it with "

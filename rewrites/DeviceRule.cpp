@@ -3,7 +3,8 @@
 // The device comes from the accelerator: the setup function's device variable is initialised
 // from accelerator.device() (later uses stay valid); `model->to(device)` on prepared models
 // is dropped (prepare places them); `.to(device)` / `.cuda()` on tensors of a prepared
-// loader's batches are dropped (the batches arrive on the device); a dtype is kept. See
+// loader's batches are dropped (the batches arrive on the device); a dtype is kept; elsewhere
+// `.cuda()` and `.to(torch::kCUDA)` move to the accelerator's device instead. See
 // docs/rules/accel-device.md.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +34,49 @@ AST_MATCHER(CallExpr, firstArgIsDevice) {
   return isDeviceType(Type) || isDeviceTypeEnum(Type);
 }
 
+/// The first argument is a variable that is, or accel-device makes, the accelerator's device:
+/// a torch::Device variable, or a DeviceType variable set from a torch::cuda::is_available()
+/// test.
+AST_MATCHER(CallExpr, firstArgIsDeviceVariable) {
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(&Node);
+  const auto *Ref = Args.empty() ? nullptr : dyn_cast<DeclRefExpr>(spelled(Args[0]));
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (!Var) {
+    return false;
+  }
+  if (isDeviceType(Var->getType())) {
+    return true;
+  }
+  auto CudaTest = callExpr(callee(functionDecl(hasName("::torch::cuda::is_available"))));
+  return Var->getInit() && !match(expr(anyOf(CudaTest, hasDescendant(CudaTest))), *Var->getInit(),
+                                  Finder->getASTContext())
+                                .empty();
+}
+
+/// An expression that names the CPU: torch::kCPU, DeviceType::CPU, torch::Device(torch::kCPU)
+/// or torch::Device("cpu"). Moving a result to the CPU stays as written.
+bool namesCpu(const Expr *E) {
+  E = spelled(E);
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E)) {
+    llvm::StringRef Name = Ref->getDecl()->getName();
+    return Name == "kCPU" || (isa<EnumConstantDecl>(Ref->getDecl()) && Name == "CPU");
+  }
+  if (const auto *Text = dyn_cast_or_null<StringLiteral>(E)) {
+    return Text->getString().starts_with("cpu");
+  }
+  if (const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(E)) {
+    return Construct->getNumArgs() >= 1 && namesCpu(Construct->getArg(0));
+  }
+  if (const auto *Cast = dyn_cast_or_null<CXXFunctionalCastExpr>(E)) {
+    return namesCpu(Cast->getSubExpr());
+  }
+  return false;
+}
+AST_MATCHER(CallExpr, firstArgNamesCpu) {
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(&Node);
+  return !Args.empty() && namesCpu(Args[0]);
+}
+
 /// The arguments after the first as written, comments included.
 std::string argsAfterFirst(const CallExpr *Call, ASTContext &Ctx) {
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
@@ -55,6 +99,47 @@ std::string withoutDevice(const CXXMemberCallExpr *Call, const Expr *Object, AST
   return Text;
 }
 
+/// The DeviceType variables the device variable's initializer reads that nothing else in the
+/// function reads (an `if` that sets them is all that is left): once the initializer is
+/// replaced they would be "set but not used".
+llvm::SmallVector<const VarDecl *, 1> orphanedDeviceTypes(const VarDecl *Device, ASTContext &Ctx) {
+  llvm::SmallVector<const VarDecl *, 1> Result;
+  const auto *Function = dyn_cast<FunctionDecl>(Device->getDeclContext());
+  const Expr *Init = Device->getInit();
+  if (!Function || !Function->hasBody() || !Init) {
+    return Result;
+  }
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto RefsTo = [&](const Decl *D, const Stmt &Within) {
+    return match(findAll(declRefExpr(to(decl(equalsNode(D)))).bind("ref")), Within, Ctx);
+  };
+  for (const BoundNodes &Read :
+       match(findAll(
+                 declRefExpr(to(varDecl(hasType(isDeviceEnum()), hasLocalStorage()).bind("var")))),
+             *Init, Ctx)) {
+    const auto *Var = Read.getNodeAs<VarDecl>("var");
+    if (Var->hasAttr<UnusedAttr>() || llvm::is_contained(Result, Var) ||
+        !SM.isWrittenInMainFile(Var->getLocation())) {
+      continue;
+    }
+    bool ReadElsewhere = false;
+    for (const BoundNodes &Use : RefsTo(Var, *Function->getBody())) {
+      const auto *Ref = Use.getNodeAs<DeclRefExpr>("ref");
+      if (SM.isPointWithin(Ref->getBeginLoc(), Init->getBeginLoc(), Init->getEndLoc())) {
+        continue;
+      }
+      auto Parents = Ctx.getParents(*Ref);
+      const auto *Assign = Parents.empty() ? nullptr : Parents[0].get<BinaryOperator>();
+      ReadElsewhere = ReadElsewhere || !Assign || Assign->getOpcode() != BO_Assign ||
+                      Assign->getLHS()->IgnoreParens() != Ref;
+    }
+    if (!ReadElsewhere) {
+      Result.push_back(Var);
+    }
+  }
+  return Result;
+}
+
 constexpr llvm::StringLiteral DeviceExplanation =
     "the accelerator chooses each process's device (cuda:LOCAL_RANK or the CPU)";
 
@@ -73,14 +158,23 @@ Rule makeDeviceRule() {
               cxxMethodDecl(hasName("device"), ofClass(hasName("::accelerate::Accelerator")))))))),
           hasParent(declStmt(hasSingleDecl(anything()), hasParent(compoundStmt())).bind("decl")))
           .bind("var");
-  auto DeviceText = [](const MatchResult &Match) -> llvm::Expected<std::string> {
+  auto DeviceEdits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Var = Match.Nodes.getNodeAs<VarDecl>("var");
-    return (Var->getType().isConstQualified() ? "const " : "") + std::string("torch::Device ") +
-           Var->getNameAsString() + " = accelerator.device();";
+    auto Edits =
+        edit(changeTo(node("decl"), cat((Var->getType().isConstQualified() ? "const " : "") +
+                                        std::string("torch::Device ") + Var->getNameAsString() +
+                                        " = accelerator.device();")))(Match);
+    if (!Edits) {
+      return Edits.takeError();
+    }
+    // `torch::DeviceType device_type; if (...) device_type = ...;` that only fed the device.
+    for (const VarDecl *Orphan : orphanedDeviceTypes(Var, *Match.Context)) {
+      Edits->push_back(insertionAt(Orphan->getOuterLocStart(), "[[maybe_unused]] "));
+    }
+    return Edits;
   };
-  auto DeviceRule =
-      makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())),
-               changeTo(node("decl"), run(DeviceText)), explain("var", DeviceExplanation.str()));
+  auto DeviceRule = makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())), DeviceEdits,
+                             explain("var", DeviceExplanation.str()));
   auto ForeignDevice =
       makeRule(varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), noEdits(),
                finding(Finding::Warning, "var", [](const MatchResult &Match) {
@@ -134,7 +228,51 @@ Rule makeDeviceRule() {
                             explain("call", "a prepared loader delivers its batches on the "
                                             "accelerator's device"));
 
-  return applyFirst<Finding>({DeviceRule, ForeignDevice, ModelRule, BatchRule});
+  // 4. Elsewhere, `.cuda()` and `.to(torch::kCUDA)` (any device but the device variable and
+  // the CPU) on tensors and other modules move to the accelerator's device instead.
+  auto ToFixedDevice =
+      cxxMemberCallExpr(
+          inUserCode(),
+          anyOf(
+              allOf(callee(cxxMethodDecl(hasName("cuda"), ofClass(hasName("::at::Tensor")))),
+                    argumentCountIs(0)),
+              allOf(callee(cxxMethodDecl(
+                        hasName("to"), ofClass(anyOf(hasName("::at::Tensor"),
+                                                     isSameOrDerivedFrom("::torch::nn::Module"))))),
+                    firstArgIsDevice(), unless(firstArgIsDeviceVariable()),
+                    unless(firstArgNamesCpu()))))
+          .bind("call");
+  auto RetargetEdits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
+    const auto *Member = dyn_cast<MemberExpr>(Call->getCallee()->IgnoreImplicit());
+    Edit Change;
+    if (Call->getMethodDecl()->getName() == "cuda" && Member) {
+      Change.Range = CharSourceRange::getTokenRange(Member->getMemberLoc(), Call->getRParenLoc());
+      Change.Replacement = "to(accelerator.device())";
+    } else {
+      Change.Range = CharSourceRange::getTokenRange(writtenArgs(Call)[0]->getSourceRange());
+      Change.Replacement = "accelerator.device()";
+    }
+    if (Change.Range.getBegin().isMacroID() || Change.Range.getEnd().isMacroID()) {
+      return llvm::SmallVector<Edit, 1>();
+    }
+    return llvm::SmallVector<Edit, 1>{Change};
+  };
+  auto RetargetRule =
+      makeRule(cxxMemberCallExpr(ToFixedDevice, forFunction(acceleratorFunction())), RetargetEdits,
+               explain("call", "each process computes on its own device: the accelerator's, not "
+                               "a fixed one"));
+  auto ForeignRetarget = makeRule(
+      cxxMemberCallExpr(ToFixedDevice, forFunction(functionDecl().bind("function"))), noEdits(),
+      finding(Finding::Warning, "call", [](const MatchResult &Match) {
+        return "moves to a fixed device in " +
+               functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
+               ", which has no accelerator: with several processes each has its own device; "
+               "pass accelerator.device() in and move to that";
+      }));
+
+  return applyFirst<Finding>(
+      {DeviceRule, ForeignDevice, ModelRule, BatchRule, RetargetRule, ForeignRetarget});
 }
 
 } // namespace accel::rewrites

@@ -26,6 +26,20 @@ const CXXRecordDecl *recordOf(QualType Type) {
   return Type.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl();
 }
 
+/// The variable an expression names, through one dereference (`loader` or `*loader`).
+const VarDecl *namedVar(const Expr *Named) {
+  const Expr *E = spelled(Named);
+  if (const auto *Deref = dyn_cast_or_null<UnaryOperator>(E);
+      Deref && Deref->getOpcode() == UO_Deref) {
+    E = spelled(Deref->getSubExpr());
+  } else if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(E);
+             Op && Op->getOperator() == OO_Star && Op->getNumArgs() == 1) {
+    E = spelled(Op->getArg(0));
+  }
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E);
+  return Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+}
+
 /// Calls Visit on S and every statement below it (lambda bodies included).
 void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   if (!S) {
@@ -188,18 +202,7 @@ std::string sourceText(const Stmt *S, const ASTContext &Ctx) {
 
 // ---- the setup function ------------------------------------------------------------------
 
-const VarDecl *iteratedVar(const CXXForRangeStmt *Loop) {
-  const Expr *Range = spelled(Loop->getRangeInit());
-  if (const auto *Deref = dyn_cast_or_null<UnaryOperator>(Range);
-      Deref && Deref->getOpcode() == UO_Deref) {
-    Range = spelled(Deref->getSubExpr());
-  } else if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(Range);
-             Op && Op->getOperator() == OO_Star && Op->getNumArgs() == 1) {
-    Range = spelled(Op->getArg(0));
-  }
-  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Range);
-  return Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
-}
+const VarDecl *iteratedVar(const CXXForRangeStmt *Loop) { return namedVar(Loop->getRangeInit()); }
 
 const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
   if (!Var || !Var->isLocalVarDecl() || !Var->getInit()) {
@@ -222,6 +225,59 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
   return Call;
 }
 
+namespace {
+/// Whether a range-for in Body iterates Var, and whether one that does calls backward.
+void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &Trains) {
+  forEachStmt(Body, [&](const Stmt *S) {
+    if (const auto *Loop = dyn_cast<CXXForRangeStmt>(S); Loop && iteratedVar(Loop) == Var) {
+      Iterated = true;
+      Trains = Trains || containsBackward(Loop->getBody());
+    }
+  });
+}
+
+/// A parameter whose type is deduced from the argument (`Loader &`, `auto &`), so it accepts
+/// the sharded loader as well as LibTorch's.
+bool isDeducedParameter(const FunctionDecl *Callee, unsigned Index) {
+  const FunctionDecl *Pattern = Callee->getTemplateInstantiationPattern();
+  if (!Pattern || Index >= Pattern->getNumParams()) {
+    return false;
+  }
+  QualType Type = Pattern->getParamDecl(Index)->getType().getNonReferenceType();
+  return isa<TemplateTypeParmType>(Type.getUnqualifiedType().getCanonicalType().getTypePtr());
+}
+} // namespace
+
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader) {
+  llvm::SmallVector<LoaderHandOff, 2> Result;
+  const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
+  if (!Function || !Function->hasBody()) {
+    return Result;
+  }
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CallExpr>(S);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (!Callee || !Callee->hasBody() || Callee == Function) {
+      return;
+    }
+    // A call of a lambda or another call operator lists the object as argument 0.
+    unsigned Skip = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+    for (unsigned I = Skip; I < Call->getNumArgs(); ++I) {
+      if (namedVar(Call->getArg(I)) != Loader || I - Skip >= Callee->getNumParams()) {
+        continue;
+      }
+      LoaderHandOff HandOff;
+      HandOff.Callee = Callee;
+      HandOff.Call = Call;
+      HandOff.AcceptsShardedLoader = isDeducedParameter(Callee, I - Skip);
+      rangeForsOver(Callee->getBody(), Callee->getParamDecl(I - Skip), HandOff.Iterates,
+                    HandOff.Trains);
+      Result.push_back(HandOff);
+    }
+  });
+  return Result;
+}
+
 bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
   if (!makeDataLoaderInit(Loader)) {
     return false;
@@ -230,13 +286,12 @@ bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
   if (!Function || !Function->hasBody() || match(acceleratorFunction(), *Function, Ctx).empty()) {
     return false;
   }
-  bool Found = false;
-  forEachStmt(Function->getBody(), [&](const Stmt *S) {
-    if (const auto *Loop = dyn_cast<CXXForRangeStmt>(S)) {
-      Found = Found || (iteratedVar(Loop) == Loader && containsBackward(Loop->getBody()));
-    }
-  });
-  return Found;
+  bool Iterated = false, Trains = false;
+  rangeForsOver(Function->getBody(), Loader, Iterated, Trains);
+  for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+    Trains = Trains || (HandOff.Trains && HandOff.AcceptsShardedLoader);
+  }
+  return Trains;
 }
 
 bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
@@ -499,12 +554,27 @@ DeclarationMatcher setupFunction() {
                       hasBody(compoundStmt(hasDescendant(varDecl(hasType(isOptimizer()))))));
 }
 
+namespace {
+/// The call operator of a lambda that captures by reference by default (`[&]`), defined in a
+/// function that Outer matches: its body can name that function's `accelerator`.
+AST_MATCHER_P(FunctionDecl, isByReferenceLambdaIn, DeclarationMatcher, Outer) {
+  const auto *Method = dyn_cast<CXXMethodDecl>(&Node);
+  const CXXRecordDecl *Lambda = Method ? Method->getParent() : nullptr;
+  if (!Lambda || !Lambda->isLambda() || Lambda->getLambdaCaptureDefault() != LCD_ByRef) {
+    return false;
+  }
+  const auto *Enclosing = dyn_cast<FunctionDecl>(Lambda->getDeclContext());
+  return Enclosing && Outer.matches(*Enclosing, Finder, Builder);
+}
+} // namespace
+
 DeclarationMatcher acceleratorFunction() {
   auto Named = varDecl(hasName("accelerator"), hasType(isAccelerator()));
   auto Any = varDecl(hasType(isAccelerator()));
-  return functionDecl(
+  auto HasAccelerator = functionDecl(
       anyOf(hasDescendant(Named), hasAnyParameter(Named),
             allOf(setupFunction(), unless(hasDescendant(Any)), unless(hasAnyParameter(Any)))));
+  return functionDecl(anyOf(HasAccelerator, isByReferenceLambdaIn(HasAccelerator)));
 }
 
 clang::ast_matchers::internal::Matcher<Stmt> inUserCode() {

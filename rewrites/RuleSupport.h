@@ -72,9 +72,20 @@ std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
 const clang::VarDecl *iteratedVar(const clang::CXXForRangeStmt *Loop);
 /// A local variable initialised by torch::data::make_data_loader (the stateless overloads).
 const clang::CallExpr *makeDataLoaderInit(const clang::VarDecl *Var);
-/// A make_data_loader variable that a range-for in its function iterates with a backward
-/// call in the body: the rule accel-data-loader shards it.
+/// A make_data_loader variable that a range-for with a backward call in its body iterates,
+/// in its function or in a function it is passed to whose parameter accepts the sharded
+/// loader: the rule accel-data-loader shards it.
 bool isTrainingLoader(const clang::VarDecl *Loader, clang::ASTContext &Ctx);
+/// A call in the loader's function that passes it (or *it) to another function.
+struct LoaderHandOff {
+  const clang::FunctionDecl *Callee = nullptr; // the instantiation, for a template
+  const clang::CallExpr *Call = nullptr;
+  bool Iterates = false; // the callee's range-for iterates the parameter
+  bool Trains = false;   // ... with a backward call in its body
+  /// The parameter's type is deduced (`Loader &`, `auto &`): the sharded loader fits it.
+  bool AcceptsShardedLoader = false;
+};
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const clang::VarDecl *Loader);
 /// The loop variable of a range-for over a training loader.
 bool isTrainingBatch(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 /// The function whose body a statement or declaration is in (lambdas count as functions).
@@ -114,7 +125,8 @@ bool isPreparedModel(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 clang::ast_matchers::DeclarationMatcher setupFunction();
 /// A function where generated code may name `accelerator`: it has an
 /// `accelerate::Accelerator accelerator` (variable or parameter), or it sets up training and
-/// has no Accelerator under another name (accel-accelerator adds one).
+/// has no Accelerator under another name (accel-accelerator adds one), or it is a `[&]`
+/// lambda defined in such a function.
 clang::ast_matchers::DeclarationMatcher acceleratorFunction();
 /// Statements and expressions in the main file, outside template instantiations.
 clang::ast_matchers::internal::Matcher<clang::Stmt> inUserCode();

@@ -108,7 +108,8 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
                          ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"},
-                                           Program{"gan_adamw"}, Program{"gru_sequences"}),
+                                           Program{"gan_adamw"}, Program{"gru_sequences"},
+                                           Program{"mnist_templated"}),
                          [](const auto &info) { return info.param.name; });
 
 // The product's own example, examples/mnist/train.cpp, on MNIST-format files (Debian's

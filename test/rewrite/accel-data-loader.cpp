@@ -1,5 +1,6 @@
 // accel-data-loader: the loader a training loop (one that calls backward) iterates is
-// created by the accelerator; evaluation loaders stay as they are.
+// created by the accelerator, also when the loop is in a function (or lambda) the loader is
+// passed to; evaluation loaders stay as they are.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -17,6 +18,23 @@ using Data = torch::data::datasets::TensorDataset;
 template <typename Loader> void consume(Loader &loader) {
   for (auto &batch : loader) {
     (void)batch;
+  }
+}
+
+template <typename Loader>
+void train_epoch(torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
+  for (auto &batch : loader) {
+    optimizer.zero_grad();
+    model(batch[0].data).sum().backward();
+    optimizer.step();
+  }
+}
+
+using Spelled = torch::data::StatelessDataLoader<Data, torch::data::samplers::RandomSampler>;
+void train_spelled(torch::nn::Linear &model, Spelled &loader) {
+  for (auto &batch : loader) {
+    model(batch[0].data).sum().backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: backward in 'train_spelled', which has no accelerator{{.*}} [accel-backward]
   }
 }
 
@@ -38,7 +56,24 @@ int main() {
   std::unique_ptr<torch::data::StatelessDataLoader<Data, torch::data::samplers::RandomSampler>>
       spelled = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: data loader 'spelled' is declared with its type spelled out; declare it 'auto' {{.*}} [accel-data-loader]
+  auto handed = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  // CHECK-FIXES: auto handed = accelerator.prepare_data_loader(Data(torch::randn({8, 4})), 2);
+  auto to_lambda = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  // CHECK-FIXES: auto to_lambda = accelerator.prepare_data_loader(Data(torch::randn({8, 4})), 2);
+  auto to_spelled = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:21: warning: data loader 'to_spelled' feeds training in 'train_spelled', whose parameter names LibTorch's loader type: make that parameter's type a template parameter {{.*}} [accel-data-loader]
+  auto evaluated = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  // CHECK-FIXES: auto evaluated = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  auto lambda_epoch = [&](auto &loader) {
+    for (auto &batch : loader) {
+      model(batch[0].data).sum().backward();
+    }
+  };
   for (int epoch = 0; epoch < 2; ++epoch) {
+    train_epoch(model, *handed, optimizer);
+    lambda_epoch(*to_lambda);
+    train_spelled(model, *to_spelled);
+    consume(*evaluated);
     for (auto &batch : *train) {
       optimizer.zero_grad();
       model(batch[0].data).sum().backward();
@@ -58,5 +93,5 @@ int main() {
   for (auto &batch : *eval) {
     model(batch[0].data);
   }
-  consume(*elsewhere);
+  std::printf("%p\n", static_cast<void *>(elsewhere.get()));
 }

@@ -1,5 +1,7 @@
 // accel-device: the device variable comes from accelerator.device(); .to(device) on prepared
-// models and on a prepared loader's batches is dropped (a dtype is kept); other uses stay.
+// models and on a prepared loader's batches is dropped (a dtype is kept); .cuda() and
+// .to(<a fixed CUDA device>) move to accelerator.device() instead; other uses stay. A
+// DeviceType variable that only fed the device is marked [[maybe_unused]] (no new warning).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -20,6 +22,13 @@ void evaluate(torch::nn::Linear model) {
   (void)model;
 }
 
+torch::Tensor ones_on(torch::Device device) { return torch::ones({4}).to(device); }
+
+torch::Tensor helper_ones() {
+  return torch::ones({4}).cuda();
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:10: warning: moves to a fixed device in 'helper_ones', which has no accelerator: with several processes each has its own device; pass accelerator.device() in and move to that [accel-device]
+}
+
 int main() {
   auto device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;
   // CHECK-FIXES: int main() {
@@ -27,6 +36,15 @@ int main() {
   // CHECK-FIXES-NEXT: torch::Device device = accelerator.device();
   const torch::Device other(device);
   // CHECK-FIXES: const torch::Device other = accelerator.device();
+  torch::DeviceType chosen;
+  if (torch::cuda::is_available()) {
+    chosen = torch::kCUDA;
+  } else {
+    chosen = torch::kCPU;
+  }
+  torch::Device from_chosen(chosen);
+  // CHECK-FIXES: {{\[\[maybe_unused\]\]}} torch::DeviceType chosen;
+  // CHECK-FIXES: torch::Device from_chosen = accelerator.device();
   torch::nn::Linear model(4, 1);
   torch::nn::Linear frozen(4, 4);
   model->to(device);
@@ -42,6 +60,20 @@ int main() {
       2);
   torch::Tensor extra = torch::ones({4}).to(device);
   // CHECK-FIXES: torch::Tensor extra = torch::ones({4}).to(device);
+  torch::DeviceType device_type = torch::kCPU;
+  if (torch::cuda::is_available()) {
+    device_type = torch::kCUDA;
+    torch::Tensor on_gpu = torch::ones({4}).cuda();
+    // CHECK-FIXES: torch::Tensor on_gpu = torch::ones({4}).to(accelerator.device());
+    torch::Tensor fixed = torch::ones({4}).to(torch::kCUDA, /*non_blocking=*/true);
+    // CHECK-FIXES: torch::Tensor fixed = torch::ones({4}).to(accelerator.device(), /*non_blocking=*/true);
+    frozen->to(torch::Device("cuda:0"));
+    // CHECK-FIXES: frozen->to(accelerator.device());
+  }
+  torch::Tensor by_type = torch::ones({4}).to(device_type, torch::kDouble);
+  // CHECK-FIXES: torch::Tensor by_type = torch::ones({4}).to(accelerator.device(), torch::kDouble);
+  torch::Tensor back = extra.to(torch::kCPU) + extra.to(torch::Device("cpu")) + ones_on(device);
+  // CHECK-FIXES: torch::Tensor back = extra.to(torch::kCPU) + extra.to(torch::Device("cpu")) + ones_on(device);
   for (auto &batch : *loader) {
     auto data = batch.data.to(device);
     // CHECK-FIXES: auto data = batch.data;
@@ -53,4 +85,5 @@ int main() {
     optimizer.step();
   }
   evaluate(model);
+  helper_ones();
 }
