@@ -140,6 +140,69 @@ llvm::SmallVector<const VarDecl *, 1> orphanedDeviceTypes(const VarDecl *Device,
   return Result;
 }
 
+/// The variable a member call is on: `model` for `model.to(...)` and `model->to(...)`,
+/// `batch` for `batch.data.to(...)`; Through says whether it went through a member.
+const VarDecl *calledOnVar(const CXXMemberCallExpr *Call, bool &Through) {
+  const Expr *Object = spelled(Call->getImplicitObjectArgument());
+  Through = false;
+  if (const auto *Arrow = dyn_cast_or_null<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow) {
+    Object = spelled(Arrow->getArg(0));
+  } else if (const auto *Member = dyn_cast_or_null<MemberExpr>(Object)) {
+    Object = spelled(Member->getBase());
+    Through = true;
+  }
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Object);
+  return Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+}
+
+/// Whether rules 2 and 3 below take this use of the device variable out: it is the device
+/// of `model->to(device)` on a prepared model or of `batch.data.to(device)` on a training
+/// batch.
+bool useIsDropped(const DeclRefExpr *Use, ASTContext &Ctx) {
+  DynTypedNode Node = DynTypedNode::create(*Use);
+  for (int Depth = 0; Depth < 8; ++Depth) {
+    auto Parents = Ctx.getParents(Node);
+    if (Parents.empty() || !Parents[0].get<Expr>()) {
+      return false;
+    }
+    if (const auto *Call = Parents[0].get<CXXMemberCallExpr>()) {
+      llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+      const CXXMethodDecl *Method = Call->getMethodDecl();
+      if (Args.empty() || spelled(Args[0]) != Use || !Method ||
+          !Method->getDeclName().isIdentifier() || Method->getName() != "to") {
+        return false;
+      }
+      bool ThroughMember = false;
+      const VarDecl *On = calledOnVar(Call, ThroughMember);
+      if (!On) {
+        return false;
+      }
+      if (ThroughMember) {
+        return isTrainingBatch(On, Ctx);
+      }
+      auto CallParents = Ctx.getParents(*Call);
+      return isPreparedModel(On, Ctx) && !CallParents.empty() && CallParents[0].get<CompoundStmt>();
+    }
+    Node = Parents[0];
+  }
+  return false;
+}
+
+/// The device variable has uses and the other edits take every one out: it would be left
+/// unused ("set but not used"), so it goes too.
+bool everyUseDropped(const VarDecl *Device, ASTContext &Ctx) {
+  const auto *Function = dyn_cast<FunctionDecl>(Device->getDeclContext());
+  if (!Function || !Function->hasBody()) {
+    return false;
+  }
+  auto Uses = match(findAll(declRefExpr(to(varDecl(equalsNode(Device)))).bind("use")),
+                    *Function->getBody(), Ctx);
+  return !Uses.empty() && llvm::all_of(Uses, [&](const BoundNodes &Use) {
+    return useIsDropped(Use.getNodeAs<DeclRefExpr>("use"), Ctx);
+  });
+}
+
 constexpr llvm::StringLiteral DeviceExplanation =
     "the accelerator chooses each process's device (cuda:LOCAL_RANK or the CPU)";
 
@@ -160,10 +223,12 @@ Rule makeDeviceRule() {
           .bind("var");
   auto DeviceEdits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Var = Match.Nodes.getNodeAs<VarDecl>("var");
-    auto Edits =
-        edit(changeTo(node("decl"), cat((Var->getType().isConstQualified() ? "const " : "") +
-                                        std::string("torch::Device ") + Var->getNameAsString() +
-                                        " = accelerator.device();")))(Match);
+    auto Edits = everyUseDropped(Var, *Match.Context)
+                     ? edit(changeTo(wholeStatementLine("decl"), cat("")))(Match)
+                     : edit(changeTo(node("decl"),
+                                     cat((Var->getType().isConstQualified() ? "const " : "") +
+                                         std::string("torch::Device ") + Var->getNameAsString() +
+                                         " = accelerator.device();")))(Match);
     if (!Edits) {
       return Edits.takeError();
     }

@@ -394,6 +394,12 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
                                        Match.Context->getLangOpts(), AtLineStart);
     std::string Text = Statement;
     const auto *Function = enclosingFunction(DynTypedNode::create(*Body), *Match.Context);
+    // A [&] lambda's models are those of the function it is defined in.
+    while (Function && isa<CXXMethodDecl>(Function) &&
+           cast<CXXMethodDecl>(Function)->getParent()->isLambda()) {
+      Function =
+          dyn_cast<FunctionDecl>(cast<CXXMethodDecl>(Function)->getParent()->getDeclContext());
+    }
     if (Text.find("$models") != std::string::npos) {
       std::string Models;
       if (Function) {
@@ -489,7 +495,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     Define(Var, Info.Optimizers, "optimizer");
     size_t ModelsBefore = Info.Models.size();
     bool Outside = false;
-    forEachStmt(Var->getInit(), [&](const Stmt *S) {
+    auto CollectModels = [&](const Stmt *S) {
       const ValueDecl *Used = nullptr;
       if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
         Used = Ref->getDecl();
@@ -510,7 +516,35 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         return;
       }
       Define(Model, Info.Models, "model");
-    });
+    };
+    forEachStmt(Var->getInit(), CollectModels);
+    if (Info.Models.size() == ModelsBefore && !Outside) {
+      // The parameters were gathered first in a local container (a vector of tensors or of
+      // parameter groups): the models are those the statements filling it read.
+      llvm::SmallPtrSet<const VarDecl *, 2> Containers;
+      forEachStmt(Var->getInit(), [&](const Stmt *S) {
+        if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
+          if (const auto *Local = dyn_cast<VarDecl>(Ref->getDecl());
+              Local && Local->isLocalVarDecl() && !isModelType(Local->getType())) {
+            Containers.insert(Local);
+          }
+        }
+      });
+      const Stmt *OptimizerStmt = bodyStatementOf(DynTypedNode::create(*Var), Body, Ctx);
+      for (const Stmt *S : Body->body()) {
+        if (S == OptimizerStmt) {
+          break;
+        }
+        bool Fills = false;
+        forEachStmt(S, [&](const Stmt *Child) {
+          const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+          Fills = Fills || (Ref && Containers.count(dyn_cast<VarDecl>(Ref->getDecl())));
+        });
+        if (Fills) {
+          forEachStmt(S, CollectModels);
+        }
+      }
+    }
     if (Info.Models.size() == ModelsBefore && !Outside) {
       Problem(Var->getLocation(), "cannot tell which model optimizer '" + Var->getNameAsString() +
                                       "' trains; call accelerator.prepare(model, " +

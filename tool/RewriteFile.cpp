@@ -292,8 +292,10 @@ std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase
   // ClangTool would derive the resource dir from this executable's path, which is wrong
   // outside LLVM's own bin/ (see ResourceDir.h); it keeps one that is already given. Last,
   // so that it also beats one a compile_commands.json names for a different clang.
+  // -w: the tool reports its own findings, not the compiler's warnings, and a build's -Werror
+  // (or its GCC precompiled header, which clang ignores with a warning) must not fail it.
   Tool.appendArgumentsAdjuster(clang::tooling::getInsertArgumentAdjuster(
-      {("-resource-dir=" + ResourceDir).str()}, clang::tooling::ArgumentInsertPosition::END));
+      {("-resource-dir=" + ResourceDir).str(), "-w"}, clang::tooling::ArgumentInsertPosition::END));
   Tool.setPrintErrorMessage(false); // The caller reports the failure its own way.
 
   FileRewrite Result;

@@ -109,7 +109,10 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
                          ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"},
                                            Program{"gan_adamw"}, Program{"gru_sequences"},
-                                           Program{"mnist_templated"}),
+                                           Program{"mnist_templated"}, Program{"lambda_epoch"},
+                                           Program{"conv_sequential"}, Program{"lstm_classifier"},
+                                           Program{"autoencoder"}, Program{"early_stopping"},
+                                           Program{"logistic_bce"}, Program{"csv_param_groups"}),
                          [](const auto &info) { return info.param.name; });
 
 // The product's own example, examples/mnist/train.cpp, on MNIST-format files (Debian's

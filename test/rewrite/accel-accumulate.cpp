@@ -36,6 +36,17 @@ int main() {
   // CHECK-FIXES: while (steps++ < 3) {
   // CHECK-FIXES-NEXT: auto accumulation = accelerator.accumulate(model);
   // CHECK-FIXES-NEXT: accelerator.backward(model(torch::randn({2, 4})).sum());
+  // A [&] lambda names the accelerator and the models of the function it is in.
+  auto epoch = [&]() {
+    for (int i = 0; i < 2; ++i) {
+      model(torch::randn({2, 4})).sum().backward();
+    }
+  };
+  epoch();
+  // CHECK-FIXES: auto epoch = [&]() {
+  // CHECK-FIXES-NEXT: for (int i = 0; i < 2; ++i) {
+  // CHECK-FIXES-NEXT: auto accumulation = accelerator.accumulate(model);
+  // CHECK-FIXES-NEXT: accelerator.backward(model(torch::randn({2, 4})).sum());
   // An evaluation loop: no backward, no guard.
   for (int i = 0; i < 2; ++i) {
     torch::NoGradGuard no_grad;

@@ -71,8 +71,11 @@ int main() {
   std::string text = "loss.backward()"; // loss.backward() in a comment
   // CHECK-FIXES: std::string text = "loss.backward()"; // loss.backward() in a comment
   auto step = [&] { loss.backward(); };
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:21: warning: backward in a lambda, which has no accelerator{{.*}} [accel-backward]
+  // CHECK-FIXES: auto step = [&] { accelerator.backward(loss); };
+  auto by_copy = [loss] { loss.backward(); };
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:27: warning: backward in a lambda, which has no accelerator{{.*}} [accel-backward]
   step();
+  by_copy();
   optimizer.step();
   torch::save(model, "model.pt");
 }

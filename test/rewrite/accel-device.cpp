@@ -1,7 +1,8 @@
 // accel-device: the device variable comes from accelerator.device(); .to(device) on prepared
 // models and on a prepared loader's batches is dropped (a dtype is kept); .cuda() and
 // .to(<a fixed CUDA device>) move to accelerator.device() instead; other uses stay. A
-// DeviceType variable that only fed the device is marked [[maybe_unused]] (no new warning).
+// DeviceType variable that only fed the device is marked [[maybe_unused]], and a device
+// variable whose every use is dropped goes (no new warning).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -28,6 +29,20 @@ torch::Tensor helper_ones() {
   return torch::ones({4}).cuda();
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:10: warning: moves to a fixed device in 'helper_ones', which has no accelerator: with several processes each has its own device; pass accelerator.device() in and move to that [accel-device]
 }
+
+// Every use of the device is taken out: the variable goes too (no "unused variable").
+void only_placement() {
+  torch::Device device(torch::kCPU);
+  torch::nn::Linear model(4, 1);
+  model->to(device);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  model(torch::randn({2, 4})).sum().backward();
+}
+// CHECK-FIXES: void only_placement() {
+// CHECK-FIXES-NEXT: accelerate::Accelerator accelerator;
+// CHECK-FIXES-NEXT: torch::nn::Linear model(4, 1);
+// CHECK-FIXES-NEXT: torch::optim::SGD optimizer(model->parameters(), 0.1);
+// CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
 
 int main() {
   auto device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;
@@ -86,4 +101,5 @@ int main() {
   }
   evaluate(model);
   helper_ones();
+  only_placement();
 }

@@ -36,6 +36,22 @@ void gan() {
   }
 }
 
+// Parameter groups gathered first: the model is the one the statements filling them read.
+void groups() {
+  torch::nn::Linear model(4, 1);
+  torch::nn::Linear unrelated(4, 1);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{model->weight},
+                      std::make_unique<torch::optim::SGDOptions>(0.1));
+  groups.emplace_back(std::vector<torch::Tensor>{model->bias},
+                      std::make_unique<torch::optim::SGDOptions>(0.01));
+  torch::optim::SGD optimizer(groups, torch::optim::SGDOptions(0.1));
+  // CHECK-FIXES: torch::optim::SGD optimizer(groups, torch::optim::SGDOptions(0.1));
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
+  unrelated(model(torch::randn({2, 4}))).sum().backward();
+  optimizer.step();
+}
+
 // The model comes from the caller.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -57,6 +73,7 @@ void recreated() {
 
 int main() {
   gan();
+  groups();
   torch::nn::Linear model(4, 1);
   train(model);
   recreated();
