@@ -19,6 +19,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -186,9 +187,30 @@ int main(int argc, const char **argv) {
                                  "/compile_commands.json"));
       continue;
     }
+    // Not worth a parse: clang would print pages of noise for a binary file.
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Text = MemoryBuffer::getFile(File);
+    if (!Text) {
+      Record(fail(ExitIOError, "cannot read " + Input + ": " + Text.getError().message()));
+      continue;
+    }
+    if ((*Text)->getBuffer().trim().empty()) {
+      Record(fail(ExitNotLibTorch, Input + " is empty; nothing to rewrite"));
+      continue;
+    }
+    if ((*Text)->getBuffer().contains('\0')) {
+      Record(fail(ExitNotLibTorch,
+                  Input + " is not a source file (it holds NUL bytes); nothing written for it"));
+      continue;
+    }
     std::optional<FileRewrite> Result = rewriteFile(**Compilations, File, *ResourceDir, *Selected);
     if (!Result) {
       Record(fail(ExitParseError, Input + " has compile errors; nothing written for it"));
+      continue;
+    }
+    if (!Result->UsesLibTorch) {
+      Record(fail(ExitNotLibTorch, Input + " is not a LibTorch program (it includes none of "
+                                           "LibTorch's headers, such as <torch/torch.h>); "
+                                           "nothing written for it"));
       continue;
     }
     for (const std::string &Warning : Result->Warnings) {

@@ -23,6 +23,9 @@ enum ExitCode : std::uint8_t { // What a process can return: 0-255.
   ExitNoResourceDir = 3,
   /// An input could not be read or an output could not be written.
   ExitIOError = 4,
+  /// An input is not a LibTorch program: empty, binary (it holds NUL bytes), or it parses but
+  /// includes nothing of LibTorch. Nothing was written for it.
+  ExitNotLibTorch = 5,
 };
 
 } // namespace accel::tool

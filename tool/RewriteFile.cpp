@@ -247,6 +247,14 @@ protected:
     if (getCompilerInstance().getDiagnostics().hasErrorOccurred()) {
       return;
     }
+    clang::ASTContext &Ctx = getCompilerInstance().getASTContext();
+    // LibTorch's namespaces: torch (the C++ API), at (ATen) and c10 (its core).
+    for (llvm::StringRef Namespace : {"torch", "at", "c10"}) {
+      for (const clang::NamedDecl *Found :
+           Ctx.getTranslationUnitDecl()->lookup(&Ctx.Idents.get(Namespace))) {
+        Result.UsesLibTorch = Result.UsesLibTorch || clang::isa<clang::NamespaceDecl>(Found);
+      }
+    }
     std::set<TextEdit> Edits = Primary.Edits;
     if (!Edits.empty()) {
       Edits.insert(Companions.Edits.begin(), Companions.Edits.end());

@@ -20,6 +20,9 @@ struct FileRewrite {
   std::string Rewritten;
   /// "file:line:col: warning: message [accel-rule]" for what the rules left to the user.
   std::vector<std::string> Warnings;
+  /// The translation unit declares one of LibTorch's namespaces (torch, at, c10): it
+  /// includes LibTorch's headers.
+  bool UsesLibTorch = false;
 };
 
 /// Parses File with the compile command Compilations gives it, using the builtin headers in

@@ -27,3 +27,9 @@ static_assert(__cplusplus == 201703L, "expected strict C++17");
 #ifndef __STRICT_ANSI__
 #error expected strict C++17, not GNU C++17
 #endif
+
+// A small LibTorch header (c10's DeviceType): the tool refuses a file that includes none. The
+// flags without LibTorch's paths below must fail on the checks above, not on this.
+#if __has_include(<c10/core/DeviceType.h>)
+#include <c10/core/DeviceType.h>
+#endif

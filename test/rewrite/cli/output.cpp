@@ -27,4 +27,7 @@
 // RUN: %expect-exit 1 %accel-rewrite %t/a.cpp %t/b.cpp 2>&1 | FileCheck %s --check-prefix=SEVERAL
 // SEVERAL: accel-rewrite: error: several input files need -i or --diff
 
+// A small LibTorch header (c10's DeviceType): the tool refuses a file that includes none.
+#include <c10/core/DeviceType.h>
+
 int square(int X) { return X * X; }
