@@ -30,8 +30,17 @@ utils = os.path.join(config.test_source_root, "rewrite", "utils")
 config.substitutions += [
     ("%accel-rewrite", accel_rewrite),
     ("%torch_flags", " ".join(torch_flags)),
+    ("%torch_include_dirs", " ".join(config.torch_include_dirs)),
     ("%expect-exit", f'"{sys.executable}" "{os.path.join(utils, "expect-exit.py")}"'),
     ("%strip-checks", f'"{sys.executable}" "{os.path.join(utils, "strip-checks.py")}"'),
+    ("%check-sarif", f'"{sys.executable}" "{os.path.join(utils, "check-sarif.py")}"'),
+    ("%python", f'"{sys.executable}"'),
+    ("%doc-blocks", f'"{sys.executable}" "{os.path.join(utils, "doc-blocks.py")}"'),
+    ("%accel_tools_dir", config.accel_tools_dir),
+    # lit's shell does not expand $PATH: a PATH with accel's tools first, spelled out.
+    ("%path_with_tools", config.accel_tools_dir + os.pathsep + os.environ.get("PATH", "")),
+    ("%accel_docs", os.path.join(config.accel_src_root, "docs")),
+    (r"%clang-apply-replacements(?![\w-])", llvm_tool("clang-apply-replacements")),
     ("%runtime_include", os.path.join(config.accel_src_root, "runtime", "include")),
     (r"%clangxx(?![\w-])", llvm_tool("clang++")),
     ("%accel_version", config.accel_version),

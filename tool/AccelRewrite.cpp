@@ -6,6 +6,7 @@
 // rewritten by the selected rules (docs/accel-rewrite.md). Exit codes: ExitCodes.h.
 //
 //===----------------------------------------------------------------------===//
+#include "CheckReport.h"
 #include "CompileFlags.h"
 #include "ExitCodes.h"
 #include "OutputFile.h"
@@ -18,13 +19,21 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 using namespace accel::tool;
 using namespace llvm;
@@ -54,6 +63,26 @@ struct Options {
   cl::opt<bool> PrintResourceDir{"print-resource-dir",
                                  cl::desc("Print the resource directory used and exit"),
                                  cl::cat(Category)};
+  // The lint mode (docs/ci.md).
+  cl::opt<bool> Check{"check", cl::desc("Report what the rewrite would change; exit 1 on findings"),
+                      cl::cat(Category)};
+  cl::opt<std::string> Format{"format", cl::desc("--check output: text, json, sarif or github"),
+                              cl::value_desc("format"), cl::init("text"), cl::cat(Category)};
+  cl::opt<std::string> SourceRoot{
+      "source-root", cl::desc("SARIF URIs are relative to <dir> (default: the current directory)"),
+      cl::value_desc("dir"), cl::cat(Category)};
+  cl::opt<std::string> ExportFixes{
+      "export-fixes", cl::desc("With --check: write the fixes as clang-tidy's YAML to <file>"),
+      cl::value_desc("file"), cl::cat(Category)};
+  cl::opt<std::string> FixitFormat{"fixit-format",
+                                   cl::desc("With --check: 'parseable' adds clang's fix-it: lines"),
+                                   cl::value_desc("format"), cl::cat(Category)};
+  cl::opt<unsigned> Jobs{"j",
+                         cl::desc("Analyse <n> files at once (default: the number of cores)"),
+                         cl::value_desc("n"),
+                         cl::init(0),
+                         cl::Prefix,
+                         cl::cat(Category)};
 };
 
 } // namespace
@@ -71,6 +100,26 @@ static int fail(ExitCode Code, const Twine &Message) {
 
 // Command-line combinations that cannot work, checked before any parsing starts.
 static std::optional<std::string> usageProblem(const Options &Opts) {
+  if (Opts.Check) {
+    if (Opts.InPlace || Opts.ShowDiff || !Opts.OutputPath.empty()) {
+      return "--check reports and writes nothing; it excludes -o, -i and --diff";
+    }
+    if (!parseReportFormat(Opts.Format)) {
+      return "--format=" + Opts.Format + ": unknown format (text, json, sarif or github)";
+    }
+    if (!Opts.FixitFormat.empty() && Opts.FixitFormat != "parseable") {
+      return "--fixit-format=" + Opts.FixitFormat + ": the only format is 'parseable'";
+    }
+    if (Opts.Inputs.empty() && Opts.BuildDir.empty()) {
+      return "no input files; --check without files needs -p BUILD_DIR (then it checks every "
+             "file of its compile_commands.json)";
+    }
+    return std::nullopt;
+  }
+  if (Opts.Format.getNumOccurrences() || !Opts.ExportFixes.empty() || !Opts.FixitFormat.empty() ||
+      !Opts.SourceRoot.empty()) {
+    return "--format, --export-fixes, --fixit-format and --source-root go with --check";
+  }
   if (Opts.Inputs.empty()) {
     return "no input files; usage: accel-rewrite [options] FILE... [-- COMPILER FLAGS]";
   }
@@ -113,6 +162,198 @@ static bool emit(const Options &Opts, StringRef File, const FileRewrite &Result)
   return false;
 }
 
+namespace {
+/// What analysing one input gave: clang's diagnostics, a failure, or the rewrite.
+struct Outcome {
+  std::string ClangOutput;
+  int Code = ExitSuccess;
+  std::string Error;
+  std::optional<FileRewrite> Result;
+};
+} // namespace
+
+static Outcome analyze(const std::string &Input,
+                       const clang::tooling::CompilationDatabase &Compilations,
+                       StringRef ResourceDir, ArrayRef<accel::rewrites::RuleInfo> Rules,
+                       StringRef BuildDir) {
+  Outcome Out;
+  auto Fail = [&](ExitCode Code, const Twine &Message) {
+    Out.Code = Code;
+    Out.Error = Message.str();
+    return Out;
+  };
+  SmallString<256> File(Input);
+  if (std::error_code EC = sys::fs::make_absolute(File)) {
+    return Fail(ExitIOError, "cannot read " + Input + ": " + EC.message());
+  }
+  if (!sys::fs::is_regular_file(File)) {
+    return Fail(ExitIOError, "cannot read " + Input + ": " +
+                                 (sys::fs::exists(File) ? "not a regular file" : "no such file"));
+  }
+  if (Compilations.getCompileCommands(File).empty()) {
+    return Fail(ExitUsage,
+                "no compile command for " + Input + " in " + BuildDir + "/compile_commands.json");
+  }
+  // Not worth a parse: clang would print pages of noise for a binary file.
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Text = MemoryBuffer::getFile(File);
+  if (!Text) {
+    return Fail(ExitIOError, "cannot read " + Input + ": " + Text.getError().message());
+  }
+  if ((*Text)->getBuffer().trim().empty()) {
+    return Fail(ExitNotLibTorch, Input + " is empty; nothing to rewrite");
+  }
+  if ((*Text)->getBuffer().contains('\0')) {
+    return Fail(ExitNotLibTorch,
+                Input + " is not a source file (it holds NUL bytes); nothing written for it");
+  }
+  Out.Result = rewriteFile(Compilations, File, ResourceDir, Rules, Out.ClangOutput);
+  if (!Out.Result) {
+    return Fail(ExitParseError, Input + " has compile errors; nothing written for it");
+  }
+  if (!Out.Result->UsesLibTorch) {
+    Out.Result.reset();
+    return Fail(ExitNotLibTorch, Input + " is not a LibTorch program (it includes none of "
+                                         "LibTorch's headers, such as <torch/torch.h>); "
+                                         "nothing written for it");
+  }
+  return Out;
+}
+
+/// Analyses every input, Jobs at a time (0: one per core), showing progress on a terminal.
+static std::vector<Outcome> analyzeAll(const std::vector<std::string> &Inputs,
+                                       const clang::tooling::CompilationDatabase &Compilations,
+                                       StringRef ResourceDir,
+                                       ArrayRef<accel::rewrites::RuleInfo> Rules,
+                                       StringRef BuildDir, unsigned Jobs) {
+  std::vector<Outcome> Outcomes(Inputs.size());
+  const bool Progress = Inputs.size() > 1 && sys::Process::StandardErrIsDisplayed();
+  std::mutex Lock;
+  size_t Done = 0;
+  auto Run = [&](size_t I) {
+    Outcomes[I] = analyze(Inputs[I], Compilations, ResourceDir, Rules, BuildDir);
+    std::lock_guard<std::mutex> Guard(Lock);
+    ++Done;
+    if (Progress) {
+      errs() << "\r\x1b[K[" << Done << "/" << Inputs.size() << "] " << Inputs[I];
+      if (Done == Inputs.size()) {
+        errs() << "\r\x1b[K";
+      }
+    }
+  };
+  ThreadPoolStrategy Strategy = hardware_concurrency(Jobs);
+  if (Strategy.compute_thread_count() <= 1 || Inputs.size() <= 1) {
+    for (size_t I = 0; I < Inputs.size(); ++I) {
+      Run(I);
+    }
+    return Outcomes;
+  }
+  DefaultThreadPool Pool(Strategy);
+  for (size_t I = 0; I < Inputs.size(); ++I) {
+    Pool.async([&Run, I] { Run(I); });
+  }
+  Pool.wait();
+  return Outcomes;
+}
+
+/// Prints what analysing an input said before its result: clang's diagnostics, then the
+/// failure. Returns the failure's exit code.
+static int printProblems(const Outcome &Out) {
+  errs() << Out.ClangOutput;
+  return Out.Code == ExitSuccess ? ExitSuccess : fail(ExitCode(Out.Code), Out.Error);
+}
+
+// The rewrite modes: each input's result written where the options say, in input order.
+static int writeResults(const Options &Opts, const std::vector<std::string> &Inputs,
+                        std::vector<Outcome> &Outcomes) {
+  int Status = ExitSuccess; // The first failure decides; the other inputs still count.
+  for (size_t I = 0; I < Inputs.size(); ++I) {
+    int Code = printProblems(Outcomes[I]);
+    if (Code != ExitSuccess) {
+      Status = Status == ExitSuccess ? Code : Status;
+      continue;
+    }
+    for (const std::string &Warning : Outcomes[I].Result->Warnings) {
+      errs() << Warning << "\n";
+    }
+    if (!emit(Opts, Inputs[I], *Outcomes[I].Result) && Status == ExitSuccess) {
+      Status = ExitIOError;
+    }
+  }
+  return Status;
+}
+
+// The lint mode: the findings in the chosen format on stdout, a summary on stderr; exit 0
+// when clean, 1 on findings, 2 when an input could not be analysed.
+static int report(const Options &Opts, const std::vector<std::string> &Inputs,
+                  std::vector<Outcome> &Outcomes, ArrayRef<accel::rewrites::RuleInfo> Rules,
+                  std::chrono::steady_clock::time_point Start) {
+  std::vector<CheckedFile> Checked;
+  size_t Errors = 0;
+  bool ExportFailed = false;
+  std::map<std::string, size_t> PerRule;
+  for (size_t I = 0; I < Inputs.size(); ++I) {
+    if (printProblems(Outcomes[I]) != ExitSuccess) {
+      ++Errors;
+      continue;
+    }
+    FileRewrite &Result = *Outcomes[I].Result;
+    for (const std::string &Warning : Result.ToolWarnings) {
+      errs() << Warning << "\n";
+    }
+    for (const RuleFinding &Found : Result.Findings) {
+      ++PerRule[Found.Rule];
+    }
+    Checked.push_back({Inputs[I], std::move(Result.Original), std::move(Result.Findings),
+                       std::move(Result.Replacements)});
+  }
+  switch (*parseReportFormat(Opts.Format)) {
+  case ReportFormat::Text:
+    for (const CheckedFile &File : Checked) {
+      printText(outs(), File, Opts.FixitFormat == "parseable");
+    }
+    break;
+  case ReportFormat::Github:
+    for (const CheckedFile &File : Checked) {
+      printGithub(outs(), File);
+    }
+    break;
+  case ReportFormat::Json:
+    outs() << jsonReport(Checked);
+    break;
+  case ReportFormat::Sarif: {
+    SmallString<256> Root(Opts.SourceRoot.empty() ? "." : Opts.SourceRoot.getValue());
+    sys::fs::make_absolute(Root);
+    outs() << sarifReport(Checked, Rules, Root);
+    break;
+  }
+  }
+  outs().flush();
+  if (!Opts.ExportFixes.empty()) {
+    if (Error Written = writeFileAtomically(Opts.ExportFixes, exportFixesYaml(Checked))) {
+      fail(ExitIOError, "cannot write --export-fixes: " + toString(std::move(Written)));
+      ExportFailed = true;
+    }
+  }
+
+  size_t Findings = 0;
+  std::string PerRuleText;
+  for (const auto &[Rule, Count] : PerRule) {
+    Findings += Count;
+    PerRuleText += (PerRuleText.empty() ? " (" : ", ") + Rule + " " + std::to_string(Count);
+  }
+  const double Seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+  errs() << "accel-rewrite --check: " << Inputs.size()
+         << (Inputs.size() == 1 ? " file, " : " files, ") << Findings
+         << (Findings == 1 ? " finding" : " findings")
+         << (PerRuleText.empty() ? "" : PerRuleText + ")");
+  if (Errors) {
+    errs() << ", " << Errors << (Errors == 1 ? " file not analysed" : " files not analysed");
+  }
+  errs() << format(", %.1f s\n", Seconds);
+  return Errors || ExportFailed ? ExitCheckError : Findings ? ExitCheckFindings : ExitSuccess;
+}
+
 int main(int argc, const char **argv) {
   InitLLVM Init(argc, argv);
   // Everything after "--" is compiler flags; this cuts them off argv before cl sees them.
@@ -139,7 +380,8 @@ int main(int argc, const char **argv) {
   Expected<std::vector<accel::rewrites::RuleInfo>> Selected =
       accel::rewrites::selectRules(Opts.RuleSpec, accel::rewrites::allRules());
   if (!Selected) {
-    return fail(ExitUsage, "--rules=" + Opts.RuleSpec + ": " + toString(Selected.takeError()));
+    return fail(Opts.Check ? ExitCheckError : ExitUsage,
+                "--rules=" + Opts.RuleSpec + ": " + toString(Selected.takeError()));
   }
 
   static int AnchorInThisExecutable;
@@ -147,11 +389,11 @@ int main(int argc, const char **argv) {
       findResourceDir(Opts.ResourceDir, argv[0], &AnchorInThisExecutable);
   if (!Opts.PrintResourceDir) {
     if (std::optional<std::string> Problem = usageProblem(Opts)) {
-      return fail(ExitUsage, *Problem);
+      return fail(Opts.Check ? ExitCheckError : ExitUsage, *Problem);
     }
   }
   if (!ResourceDir) {
-    return fail(ExitNoResourceDir, toString(ResourceDir.takeError()));
+    return fail(Opts.Check ? ExitCheckError : ExitNoResourceDir, toString(ResourceDir.takeError()));
   }
   if (Opts.PrintResourceDir) {
     outs() << *ResourceDir << "\n";
@@ -161,64 +403,16 @@ int main(int argc, const char **argv) {
   Expected<std::unique_ptr<clang::tooling::CompilationDatabase>> Compilations =
       selectCompilations(std::move(AfterDashDash), Opts.BuildDir);
   if (!Compilations) {
-    return fail(ExitUsage, toString(Compilations.takeError()));
+    return fail(Opts.Check ? ExitCheckError : ExitUsage, toString(Compilations.takeError()));
   }
 
-  int Status = ExitSuccess; // The first failure decides; the other inputs still run.
-  auto Record = [&](int Code) {
-    if (Status == ExitSuccess) {
-      Status = Code;
-    }
-  };
-  for (const std::string &Input : Opts.Inputs) {
-    SmallString<256> File(Input);
-    if (std::error_code EC = sys::fs::make_absolute(File)) {
-      Record(fail(ExitIOError, "cannot read " + Input + ": " + EC.message()));
-      continue;
-    }
-    if (!sys::fs::is_regular_file(File)) {
-      Record(
-          fail(ExitIOError, "cannot read " + Input + ": " +
-                                (sys::fs::exists(File) ? "not a regular file" : "no such file")));
-      continue;
-    }
-    if ((*Compilations)->getCompileCommands(File).empty()) {
-      Record(fail(ExitUsage, "no compile command for " + Input + " in " + Opts.BuildDir +
-                                 "/compile_commands.json"));
-      continue;
-    }
-    // Not worth a parse: clang would print pages of noise for a binary file.
-    ErrorOr<std::unique_ptr<MemoryBuffer>> Text = MemoryBuffer::getFile(File);
-    if (!Text) {
-      Record(fail(ExitIOError, "cannot read " + Input + ": " + Text.getError().message()));
-      continue;
-    }
-    if ((*Text)->getBuffer().trim().empty()) {
-      Record(fail(ExitNotLibTorch, Input + " is empty; nothing to rewrite"));
-      continue;
-    }
-    if ((*Text)->getBuffer().contains('\0')) {
-      Record(fail(ExitNotLibTorch,
-                  Input + " is not a source file (it holds NUL bytes); nothing written for it"));
-      continue;
-    }
-    std::optional<FileRewrite> Result = rewriteFile(**Compilations, File, *ResourceDir, *Selected);
-    if (!Result) {
-      Record(fail(ExitParseError, Input + " has compile errors; nothing written for it"));
-      continue;
-    }
-    if (!Result->UsesLibTorch) {
-      Record(fail(ExitNotLibTorch, Input + " is not a LibTorch program (it includes none of "
-                                           "LibTorch's headers, such as <torch/torch.h>); "
-                                           "nothing written for it"));
-      continue;
-    }
-    for (const std::string &Warning : Result->Warnings) {
-      errs() << Warning << "\n";
-    }
-    if (!emit(Opts, Input, *Result)) {
-      Record(ExitIOError);
-    }
+  std::vector<std::string> Inputs(Opts.Inputs.begin(), Opts.Inputs.end());
+  if (Inputs.empty()) { // --check -p DIR: every file of the compile database.
+    Inputs = (*Compilations)->getAllFiles();
   }
-  return Status;
+  const auto Start = std::chrono::steady_clock::now();
+  std::vector<Outcome> Outcomes =
+      analyzeAll(Inputs, **Compilations, *ResourceDir, *Selected, Opts.BuildDir, Opts.Jobs);
+  return Opts.Check ? report(Opts, Inputs, Outcomes, *Selected, Start)
+                    : writeResults(Opts, Inputs, Outcomes);
 }

@@ -7,11 +7,13 @@
 #include "clang/Format/Format.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/Core/Replacement.h"
 #include "clang/Tooling/Tooling.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -23,6 +25,8 @@ namespace {
 
 using accel::rewrites::Finding;
 using accel::rewrites::RuleInfo;
+using accel::tool::FixEdit;
+using accel::tool::RuleFinding;
 using clang::ast_matchers::MatchFinder;
 
 /// One edit of the main file, by offset.
@@ -40,8 +44,8 @@ struct TextEdit {
 /// What the rules found in one file.
 struct Collected {
   std::set<TextEdit> Edits;
-  /// Keyed by position so that warnings come out in file order, once each.
-  std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings;
+  /// Keyed by position, rule and message: a node matched twice is reported once.
+  std::map<std::tuple<unsigned, unsigned, std::string, std::string>, RuleFinding> Findings;
 };
 
 /// Runs one rule's cases on each match, as tooling::Transformer does, but keeps the
@@ -91,6 +95,7 @@ public:
       warn(SM, Note->Loc, "internal error: " + llvm::toString(Edits.takeError()));
       return;
     }
+    RuleFinding Found = finding(SM, Note->Loc, Note->Message, /*Rewrite=*/true);
     for (const clang::transformer::Edit &Edit : *Edits) {
       if (Edit.Kind != clang::transformer::EditKind::Range) {
         continue;
@@ -106,22 +111,44 @@ public:
       unsigned Begin = SM.getFileOffset(Range.getBegin());
       unsigned End = SM.getFileOffset(Range.getEnd());
       Out.Edits.insert({Begin, End - Begin, Edit.Replacement, Index});
+      FixEdit Fix;
+      Fix.Offset = Begin;
+      Fix.Length = End - Begin;
+      Fix.Text = Edit.Replacement;
+      Fix.BeginLine = SM.getSpellingLineNumber(Range.getBegin());
+      Fix.BeginColumn = SM.getSpellingColumnNumber(Range.getBegin());
+      Fix.EndLine = SM.getSpellingLineNumber(Range.getEnd());
+      Fix.EndColumn = SM.getSpellingColumnNumber(Range.getEnd());
+      Found.Fix.push_back(std::move(Fix));
+    }
+    if (!Found.Fix.empty()) {
+      record(std::move(Found));
     }
   }
 
 private:
-  void warn(const clang::SourceManager &SM, clang::SourceLocation Loc, const std::string &Message) {
-    std::string Text;
-    llvm::raw_string_ostream OS(Text);
-    unsigned Line = 0, Column = 0;
+  RuleFinding finding(const clang::SourceManager &SM, clang::SourceLocation Loc,
+                      const std::string &Message, bool Rewrite) const {
+    RuleFinding Found;
+    Found.Rule = Info.Name.str();
+    Found.Rewrite = Rewrite;
+    Found.Message = Message;
     if (Loc.isValid()) {
       clang::PresumedLoc Presumed = SM.getPresumedLoc(SM.getExpansionLoc(Loc));
-      Line = Presumed.getLine();
-      Column = Presumed.getColumn();
-      OS << Presumed.getFilename() << ":" << Line << ":" << Column << ": ";
+      Found.File = Presumed.getFilename();
+      Found.Line = Presumed.getLine();
+      Found.Column = Presumed.getColumn();
     }
-    OS << "warning: " << Message << " [" << Info.Name << "]";
-    Out.Warnings.emplace(std::make_tuple(Line, Column, Text), Text);
+    return Found;
+  }
+
+  void record(RuleFinding Found) {
+    auto Key = std::make_tuple(Found.Line, Found.Column, Found.Rule, Found.Message);
+    Out.Findings.emplace(std::move(Key), std::move(Found));
+  }
+
+  void warn(const clang::SourceManager &SM, clang::SourceLocation Loc, const std::string &Message) {
+    record(finding(SM, Loc, Message, /*Rewrite=*/false));
   }
 
   const RuleInfo &Info;
@@ -129,6 +156,16 @@ private:
   accel::rewrites::Rule Rule;
   Collected &Out;
 };
+
+/// "file:line:col: warning: message [accel-rule]", as clang prints a warning.
+std::string warningLine(const RuleFinding &Found) {
+  std::string Text;
+  if (!Found.File.empty()) {
+    Text =
+        Found.File + ":" + std::to_string(Found.Line) + ":" + std::to_string(Found.Column) + ": ";
+  }
+  return Text + "warning: " + Found.Message + " [" + Found.Rule + "]";
+}
 
 /// Merges the edits into Replacements: duplicates (the same edit found twice) once, two
 /// insertions at one place in rule order, and an edit overlapping an earlier one dropped
@@ -181,10 +218,13 @@ clang::tooling::Replacements merge(const std::set<TextEdit> &Edits, llvm::String
 /// breaks around it) with the file's style, so that the lines around an edit stay as the user
 /// wrote them.
 std::string applyFormatted(llvm::StringRef FileName, llvm::StringRef Code,
-                           const clang::tooling::Replacements &Replaces) {
+                           const clang::tooling::Replacements &Replaces,
+                           clang::tooling::Replacements &Composed) {
+  Composed = Replaces;
   llvm::Expected<std::string> Applied = clang::tooling::applyAllReplacements(Code, Replaces);
   if (!Applied) {
     llvm::consumeError(Applied.takeError());
+    Composed = clang::tooling::Replacements();
     return Code.str();
   }
   llvm::Expected<clang::format::FormatStyle> Style =
@@ -219,6 +259,7 @@ std::string applyFormatted(llvm::StringRef FileName, llvm::StringRef Code,
     llvm::consumeError(Formatted.takeError());
     return *Applied;
   }
+  Composed = Replaces.merge(Formatting);
   return *Formatted;
 }
 
@@ -259,15 +300,25 @@ protected:
     if (!Edits.empty()) {
       Edits.insert(Companions.Edits.begin(), Companions.Edits.end());
     }
-    std::map<std::tuple<unsigned, unsigned, std::string>, std::string> Warnings = Primary.Warnings;
-    Warnings.insert(Companions.Warnings.begin(), Companions.Warnings.end());
-    for (const auto &Entry : Warnings) {
-      Result.Warnings.push_back(Entry.second);
+    auto Findings = Primary.Findings;
+    for (const auto &[Key, Found] : Companions.Findings) {
+      if (!Found.Rewrite || !Primary.Edits.empty()) {
+        Findings.emplace(Key, Found);
+      }
+    }
+    for (auto &[Key, Found] : Findings) {
+      if (!Found.Rewrite) {
+        Result.Warnings.push_back(warningLine(Found));
+      }
+      Result.Findings.push_back(std::move(Found));
     }
     llvm::StringRef FileName = SM.getFileEntryRefForID(SM.getMainFileID())->getName();
-    clang::tooling::Replacements Replaces = merge(Edits, FileName, Result.Warnings);
+    clang::tooling::Replacements Replaces = merge(Edits, FileName, Result.ToolWarnings);
+    Result.Warnings.insert(Result.Warnings.end(), Result.ToolWarnings.begin(),
+                           Result.ToolWarnings.end());
     Result.Rewritten =
-        Replaces.empty() ? Result.Original : applyFormatted(FileName, Result.Original, Replaces);
+        Replaces.empty() ? Result.Original
+                         : applyFormatted(FileName, Result.Original, Replaces, Result.Replacements);
   }
 
 private:
@@ -295,8 +346,16 @@ private:
 
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
-                                       llvm::ArrayRef<RuleInfo> Rules) {
+                                       llvm::ArrayRef<RuleInfo> Rules, std::string &ClangOutput) {
   clang::tooling::ClangTool Tool(Compilations, {File.str()});
+  llvm::raw_string_ostream Captured(ClangOutput);
+  clang::DiagnosticOptions DiagnosticOptions;
+#if LLVM_VERSION_MAJOR >= 21
+  clang::TextDiagnosticPrinter Printer(Captured, DiagnosticOptions);
+#else
+  clang::TextDiagnosticPrinter Printer(Captured, &DiagnosticOptions);
+#endif
+  Tool.setDiagnosticConsumer(&Printer);
   // ClangTool would derive the resource dir from this executable's path, which is wrong
   // outside LLVM's own bin/ (see ResourceDir.h); it keeps one that is already given. Last,
   // so that it also beats one a compile_commands.json names for a different clang.

@@ -4,6 +4,7 @@
 #include "accel/rewrites/Rules.h"
 
 #include "clang/Tooling/CompilationDatabase.h"
+#include "clang/Tooling/Core/Replacement.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -13,6 +14,24 @@
 
 namespace accel::tool {
 
+/// One replacement of the original text: Length bytes at Offset become Text. Lines and
+/// columns (1-based; the end is exclusive) locate it for reports.
+struct FixEdit {
+  unsigned Offset = 0, Length = 0;
+  std::string Text;
+  unsigned BeginLine = 0, BeginColumn = 0, EndLine = 0, EndColumn = 0;
+};
+
+/// One place a rule reports: an edit it makes (Rewrite) or a change it leaves to the user.
+struct RuleFinding {
+  std::string Rule; // "accel-backward"
+  bool Rewrite = true;
+  std::string File;
+  unsigned Line = 0, Column = 0; // 1-based; 0 when the rule had no location
+  std::string Message;
+  std::vector<FixEdit> Fix; // a rewrite's own edits, before formatting; empty for warnings
+};
+
 /// One input before and after rewriting.
 struct FileRewrite {
   /// The file's text as clang read it; edits are computed against exactly this.
@@ -20,6 +39,15 @@ struct FileRewrite {
   std::string Rewritten;
   /// "file:line:col: warning: message [accel-rule]" for what the rules left to the user.
   std::vector<std::string> Warnings;
+  /// The tool's own warnings among them (two rules editing overlapping text), which are no
+  /// rule's finding.
+  std::vector<std::string> ToolWarnings;
+  /// Every finding in file order: the rewrites (those of rules that only edit next to other
+  /// rules' edits only when there are such) and the warnings.
+  std::vector<RuleFinding> Findings;
+  /// Rewritten as replacements of Original: the merged edits composed with the formatting of
+  /// the text they insert (what --export-fixes writes).
+  clang::tooling::Replacements Replacements;
   /// The translation unit declares one of LibTorch's namespaces (torch, at, c10): it
   /// includes LibTorch's headers.
   bool UsesLibTorch = false;
@@ -28,9 +56,11 @@ struct FileRewrite {
 /// Parses File with the compile command Compilations gives it, using the builtin headers in
 /// ResourceDir, and applies Rules to the main file: their edits are merged, applied and
 /// formatted with the file's .clang-format (LLVM style when there is none). Returns
-/// std::nullopt when clang reports errors (it has printed them).
+/// std::nullopt when clang reports errors. Clang's diagnostics go to ClangOutput (so that
+/// files analysed side by side do not interleave theirs).
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
-                                       llvm::ArrayRef<accel::rewrites::RuleInfo> Rules);
+                                       llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
+                                       std::string &ClangOutput);
 
 } // namespace accel::tool

@@ -1,0 +1,348 @@
+//===- CheckReport.cpp - --check's findings in each output format ---------===//
+#include "CheckReport.h"
+
+#include "accel/build_info.h"
+
+#include "clang/Tooling/DiagnosticsYaml.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/YAMLTraits.h"
+#include "llvm/Support/xxhash.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace accel::tool {
+namespace {
+
+using nlohmann::json;
+
+/// The text of a 1-based line, without its line break.
+llvm::StringRef lineText(llvm::StringRef Text, unsigned Line) {
+  for (unsigned Current = 1; Current < Line && !Text.empty(); ++Current) {
+    Text = Text.split('\n').second;
+  }
+  return Text.split('\n').first.rtrim("\r");
+}
+
+/// The byte offset of a 1-based line and column.
+unsigned offsetOf(llvm::StringRef Text, unsigned Line, unsigned Column) {
+  size_t Offset = 0;
+  for (unsigned Current = 1; Current < Line; ++Current) {
+    size_t Break = Text.find('\n', Offset);
+    if (Break == llvm::StringRef::npos) {
+      return unsigned(Text.size());
+    }
+    Offset = Break + 1;
+  }
+  return unsigned(std::min(Text.size(), Offset + (Column > 0 ? Column - 1 : 0)));
+}
+
+/// How a fix reads in a note: insert, remove or replace, with the text.
+std::string describeEdit(const FixEdit &Edit, llvm::StringRef Original) {
+  std::string Old = Original.substr(Edit.Offset, Edit.Length).trim().str();
+  std::string New = llvm::StringRef(Edit.Text).trim().str();
+  if (Old.empty()) {
+    return "insert '" + New + "'";
+  }
+  if (New.empty()) {
+    return "remove '" + Old + "'";
+  }
+  return "replace '" + Old + "' with '" + New + "'";
+}
+
+/// Where a finding points: its location, widened to its own edits when it has some.
+struct Region {
+  unsigned StartLine, StartColumn, EndLine, EndColumn;
+};
+Region regionOf(const RuleFinding &Found) {
+  Region R{Found.Line, Found.Column, Found.Line, Found.Column + 1};
+  for (const FixEdit &Edit : Found.Fix) {
+    if (std::tie(Edit.BeginLine, Edit.BeginColumn) == std::tie(R.StartLine, R.StartColumn) &&
+        std::tie(Edit.EndLine, Edit.EndColumn) > std::tie(R.EndLine, R.EndColumn)) {
+      R.EndLine = Edit.EndLine;
+      R.EndColumn = Edit.EndColumn;
+    }
+  }
+  return R;
+}
+
+json regionJson(unsigned StartLine, unsigned StartColumn, unsigned EndLine, unsigned EndColumn) {
+  return {{"startLine", StartLine},
+          {"startColumn", StartColumn},
+          {"endLine", EndLine},
+          {"endColumn", EndColumn}};
+}
+
+/// GitHub's workflow-command escaping; properties also escape ':' and ','.
+std::string escapeGithub(llvm::StringRef Text, bool Property) {
+  std::string Out;
+  for (char C : Text) {
+    switch (C) {
+    case '%':
+      Out += "%25";
+      break;
+    case '\r':
+      Out += "%0D";
+      break;
+    case '\n':
+      Out += "%0A";
+      break;
+    case ':':
+      Out += Property ? "%3A" : ":";
+      break;
+    case ',':
+      Out += Property ? "%2C" : ",";
+      break;
+    default:
+      Out += C;
+    }
+  }
+  return Out;
+}
+
+/// "file:///abs/path/" for a directory, "file:///abs/path" for a file.
+std::string fileUri(llvm::StringRef Path, bool Directory) {
+  llvm::SmallString<256> Absolute(Path);
+  llvm::sys::fs::make_absolute(Absolute);
+  llvm::sys::path::remove_dots(Absolute, /*remove_dot_dot=*/true);
+  std::string Uri = "file://";
+  for (char C : Absolute) {
+    if (llvm::isAlnum(C) || llvm::StringRef("/-._~").contains(C)) {
+      Uri += C;
+    } else {
+      Uri += "%" + llvm::utohexstr(static_cast<unsigned char>(C), /*LowerCase=*/false, 2);
+    }
+  }
+  if (Directory && !llvm::StringRef(Uri).ends_with("/")) {
+    Uri += "/";
+  }
+  return Uri;
+}
+
+/// The artifact location of Path: relative to the source root (uriBaseId SRCROOT) when it is
+/// inside it, else an absolute file URI.
+json artifactLocation(llvm::StringRef Path, llvm::StringRef SourceRoot) {
+  std::string Uri = fileUri(Path, false), Root = fileUri(SourceRoot, true);
+  if (llvm::StringRef(Uri).starts_with(Root)) {
+    return {{"uri", Uri.substr(Root.size())}, {"uriBaseId", "SRCROOT"}};
+  }
+  return {{"uri", Uri}};
+}
+
+} // namespace
+
+std::optional<ReportFormat> parseReportFormat(llvm::StringRef Name) {
+  if (Name == "text") {
+    return ReportFormat::Text;
+  }
+  if (Name == "json") {
+    return ReportFormat::Json;
+  }
+  if (Name == "sarif") {
+    return ReportFormat::Sarif;
+  }
+  if (Name == "github") {
+    return ReportFormat::Github;
+  }
+  return std::nullopt;
+}
+
+void printText(llvm::raw_ostream &OS, const CheckedFile &File, bool Parseable) {
+  for (const RuleFinding &Found : File.Findings) {
+    OS << File.Path << ":" << Found.Line << ":" << Found.Column << ": warning: " << Found.Message
+       << " [" << Found.Rule << "]\n";
+    llvm::StringRef Source = lineText(File.Original, Found.Line);
+    OS << Source << "\n";
+    std::string Caret;
+    for (unsigned I = 1; I < Found.Column && I <= Source.size(); ++I) {
+      Caret += Source[I - 1] == '\t' ? '\t' : ' ';
+    }
+    OS << Caret << "^\n";
+    for (const FixEdit &Edit : Found.Fix) {
+      OS << File.Path << ":" << Edit.BeginLine << ":" << Edit.BeginColumn
+         << ": note: fix: " << describeEdit(Edit, File.Original) << "\n";
+      if (Parseable) {
+        std::string Text;
+        llvm::raw_string_ostream Escaped(Text);
+        Escaped.write_escaped(Edit.Text);
+        OS << "fix-it:\"" << File.Path << "\":{" << Edit.BeginLine << ":" << Edit.BeginColumn << "-"
+           << Edit.EndLine << ":" << Edit.EndColumn << "}:\"" << Text << "\"\n";
+      }
+    }
+  }
+}
+
+void printGithub(llvm::raw_ostream &OS, const CheckedFile &File) {
+  for (const RuleFinding &Found : File.Findings) {
+    Region R = regionOf(Found);
+    std::string Message = Found.Message;
+    for (const FixEdit &Edit : Found.Fix) {
+      Message += "\nfix: " + describeEdit(Edit, File.Original);
+    }
+    OS << "::warning file=" << escapeGithub(File.Path, true) << ",line=" << R.StartLine
+       << ",col=" << R.StartColumn << ",endLine=" << R.EndLine << ",endColumn=" << R.EndColumn
+       << ",title=" << escapeGithub(Found.Rule, true) << "::" << escapeGithub(Message, false)
+       << "\n";
+  }
+}
+
+std::string jsonReport(llvm::ArrayRef<CheckedFile> Files) {
+  json Findings = json::array();
+  for (const CheckedFile &File : Files) {
+    for (const RuleFinding &Found : File.Findings) {
+      json Fix = json::array();
+      for (const FixEdit &Edit : Found.Fix) {
+        Fix.push_back({{"offset", Edit.Offset},
+                       {"length", Edit.Length},
+                       {"text", Edit.Text},
+                       {"start", {{"line", Edit.BeginLine}, {"column", Edit.BeginColumn}}},
+                       {"end", {{"line", Edit.EndLine}, {"column", Edit.EndColumn}}}});
+      }
+      Findings.push_back({{"file", File.Path},
+                          {"line", Found.Line},
+                          {"column", Found.Column},
+                          {"rule", Found.Rule},
+                          {"kind", Found.Rewrite ? "rewrite" : "manual"},
+                          {"message", Found.Message},
+                          {"fix", Fix}});
+    }
+  }
+  json Report = {{"tool", "accel-rewrite"}, {"version", ACCEL_VERSION}, {"findings", Findings}};
+  return Report.dump(2) + "\n";
+}
+
+std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
+                        llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
+                        llvm::StringRef SourceRoot) {
+  json RuleList = json::array();
+  std::map<std::string, size_t> RuleIndex;
+  for (const accel::rewrites::RuleInfo &Rule : Rules) {
+    RuleIndex[Rule.Name.str()] = RuleList.size();
+    // "accel-data-loader" -> "AccelDataLoader", the PascalCase name SARIF viewers show.
+    std::string Name;
+    for (llvm::StringRef Part : llvm::split(Rule.Name, '-')) {
+      if (!Part.empty()) {
+        Name += char(llvm::toUpper(Part[0]));
+        Name += Part.drop_front().str();
+      }
+    }
+    std::string Page = "docs/rules/" + Rule.Name.str() + ".md";
+    RuleList.push_back(
+        {{"id", Rule.Name.str()},
+         {"name", Name},
+         {"shortDescription", {{"text", Rule.Description.str()}}},
+         {"fullDescription",
+          {{"text", Rule.Description.str() + ": part of the edits accel-rewrite makes so that a "
+                                             "LibTorch training program runs data-parallel."}}},
+         {"help",
+          {{"text", "Run accel-rewrite -i on the file to apply the fix, or make the edit the "
+                    "finding describes. The rule is documented in " +
+                        Page + "."},
+           {"markdown", "Run `accel-rewrite -i` on the file to apply the fix, or make the edit "
+                        "the finding describes. See [" +
+                            Rule.Name.str() + "](" + Page + ")."}}},
+         {"defaultConfiguration", {{"level", "warning"}}}});
+  }
+
+  json Results = json::array();
+  for (const CheckedFile &File : Files) {
+    json Location = artifactLocation(File.Path, SourceRoot);
+    std::map<uint64_t, unsigned> Seen; // same rule on an identical line: told apart by count
+    for (const RuleFinding &Found : File.Findings) {
+      Region R = regionOf(Found);
+      json Result = {
+          {"ruleId", Found.Rule},
+          {"level", "warning"},
+          {"message", {{"text", Found.Message}}},
+          {"locations",
+           {{{"physicalLocation",
+              {{"artifactLocation", Location},
+               {"region", regionJson(R.StartLine, R.StartColumn, R.EndLine, R.EndColumn)}}}}}}};
+      if (auto Index = RuleIndex.find(Found.Rule); Index != RuleIndex.end()) {
+        Result["ruleIndex"] = Index->second;
+      }
+      // The line's text, not its number: the fingerprint survives edits above it.
+      uint64_t Hash =
+          llvm::xxh3_64bits(Found.Rule + "\n" + lineText(File.Original, Found.Line).trim().str());
+      Result["partialFingerprints"] = {
+          {"primaryLocationLineHash", llvm::utohexstr(Hash) + ":" + std::to_string(++Seen[Hash])}};
+      if (!Found.Fix.empty()) {
+        json Replacements = json::array();
+        std::string Description;
+        for (const FixEdit &Edit : Found.Fix) {
+          Replacements.push_back({{"deletedRegion", regionJson(Edit.BeginLine, Edit.BeginColumn,
+                                                               Edit.EndLine, Edit.EndColumn)},
+                                  {"insertedContent", {{"text", Edit.Text}}}});
+          Description += (Description.empty() ? "" : "; ") + describeEdit(Edit, File.Original);
+        }
+        Result["fixes"] = {{{"description", {{"text", Description}}},
+                            {"artifactChanges",
+                             {{{"artifactLocation", Location}, {"replacements", Replacements}}}}}};
+      }
+      Results.push_back(std::move(Result));
+    }
+  }
+
+  json Log = {
+      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+      {"version", "2.1.0"},
+      {"runs",
+       {{{"tool",
+          {{"driver",
+            {{"name", "accel-rewrite"}, {"semanticVersion", ACCEL_VERSION}, {"rules", RuleList}}}}},
+         {"originalUriBaseIds", {{"SRCROOT", {{"uri", fileUri(SourceRoot, true)}}}}},
+         {"results", Results}}}}};
+  return Log.dump(2) + "\n";
+}
+
+std::string exportFixesYaml(llvm::ArrayRef<CheckedFile> Files) {
+  clang::tooling::TranslationUnitDiagnostics Document;
+  for (const CheckedFile &File : Files) {
+    // Absolute, as clang-tidy writes them: clang-apply-replacements may run elsewhere.
+    llvm::SmallString<256> Path(File.Path);
+    llvm::sys::fs::make_absolute(Path);
+    if (Document.MainSourceFile.empty()) {
+      Document.MainSourceFile = Path.str().str();
+    }
+    size_t FirstDiagnostic = Document.Diagnostics.size();
+    for (const RuleFinding &Found : File.Findings) {
+      clang::tooling::DiagnosticMessage Message(Found.Message);
+      Message.FilePath = Path.str().str();
+      Message.FileOffset = offsetOf(File.Original, Found.Line, Found.Column);
+      Document.Diagnostics.emplace_back(Found.Rule, Message,
+                                        llvm::SmallVector<clang::tooling::DiagnosticMessage, 1>(),
+                                        clang::tooling::Diagnostic::Warning, "");
+    }
+    // Each replacement of the whole rewrite goes with the first rewrite finding whose own
+    // edit it touches (else with the file's first finding), so that applying every fix
+    // gives exactly -i's result, formatting included.
+    for (const clang::tooling::Replacement &R : File.Replacements) {
+      size_t Owner = FirstDiagnostic;
+      for (size_t I = 0; I < File.Findings.size(); ++I) {
+        bool Touches = llvm::any_of(File.Findings[I].Fix, [&](const FixEdit &Edit) {
+          return Edit.Offset <= R.getOffset() + R.getLength() &&
+                 R.getOffset() <= Edit.Offset + Edit.Length;
+        });
+        if (Touches) {
+          Owner = FirstDiagnostic + I;
+          break;
+        }
+      }
+      if (Owner >= Document.Diagnostics.size()) {
+        break; // No finding to carry it: nothing was reported for this file.
+      }
+      clang::tooling::Replacement Named(Path, R.getOffset(), R.getLength(), R.getReplacementText());
+      llvm::consumeError(Document.Diagnostics[Owner].Message.Fix[Path].add(Named));
+    }
+  }
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  llvm::yaml::Output Yaml(OS);
+  Yaml << Document;
+  return Text;
+}
+
+} // namespace accel::tool
