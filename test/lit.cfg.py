@@ -40,6 +40,8 @@ config.substitutions += [
     # lit's shell does not expand $PATH: a PATH with accel's tools first, spelled out.
     ("%path_with_tools", config.accel_tools_dir + os.pathsep + os.environ.get("PATH", "")),
     ("%accel_docs", os.path.join(config.accel_src_root, "docs")),
+    ("%accel_tidy_plugin", os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")),
+    (r"%clang-tidy(?![\w-])", llvm_tool("clang-tidy")),
     (r"%clang-apply-replacements(?![\w-])", llvm_tool("clang-apply-replacements")),
     ("%runtime_include", os.path.join(config.accel_src_root, "runtime", "include")),
     (r"%clangxx(?![\w-])", llvm_tool("clang++")),
@@ -54,3 +56,7 @@ config.substitutions += [
 # Tests that parse <torch/torch.h> need the headers the tool was built against.
 if config.torch_include_dirs:
     config.available_features.add("torch")
+
+# The clang-tidy plugin is built where clang-tidy's headers are installed (tool/CMakeLists.txt).
+if os.path.exists(os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")):
+    config.available_features.add("clang-tidy-plugin")
