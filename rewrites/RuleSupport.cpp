@@ -268,7 +268,6 @@ llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader) {
       }
       LoaderHandOff HandOff;
       HandOff.Callee = Callee;
-      HandOff.Call = Call;
       HandOff.AcceptsShardedLoader = isDeducedParameter(Callee, I - Skip);
       rangeForsOver(Callee->getBody(), Callee->getParamDecl(I - Skip), HandOff.Iterates,
                     HandOff.Trains);
