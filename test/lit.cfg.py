@@ -1,6 +1,7 @@
 # lit configuration for accel-rewrite's tests (test/rewrite). Paths come from the generated
 # lit.site.cfg.py in the build tree; run lit on build/test/rewrite.
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -33,6 +34,7 @@ config.substitutions += [
     ("%torch_include_dirs", " ".join(config.torch_include_dirs)),
     ("%expect-exit", f'"{sys.executable}" "{os.path.join(utils, "expect-exit.py")}"'),
     ("%strip-checks", f'"{sys.executable}" "{os.path.join(utils, "strip-checks.py")}"'),
+    ("%lsp-misuse", f'"{sys.executable}" "{os.path.join(utils, "lsp-misuse.py")}"'),
     ("%check-sarif", f'"{sys.executable}" "{os.path.join(utils, "check-sarif.py")}"'),
     ("%python", f'"{sys.executable}"'),
     ("%doc-blocks", f'"{sys.executable}" "{os.path.join(utils, "doc-blocks.py")}"'),
@@ -60,3 +62,8 @@ if config.torch_include_dirs:
 # The clang-tidy plugin is built where clang-tidy's headers are installed (tool/CMakeLists.txt).
 if os.path.exists(os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")):
     config.available_features.add("clang-tidy-plugin")
+
+# Neovim (Debian's neovim) drives the language server in lsp.test.
+if shutil.which("nvim"):
+    config.available_features.add("neovim")
+    config.substitutions.append(("%nvim", shutil.which("nvim")))

@@ -9,6 +9,9 @@
 #include "CheckReport.h"
 #include "CompileFlags.h"
 #include "ExitCodes.h"
+#ifdef ACCEL_HAVE_LSP
+#include "LspServer.h"
+#endif
 #include "OutputFile.h"
 #include "ResourceDir.h"
 #include "RewriteFile.h"
@@ -77,6 +80,8 @@ struct Options {
   cl::opt<std::string> FixitFormat{"fixit-format",
                                    cl::desc("With --check: 'parseable' adds clang's fix-it: lines"),
                                    cl::value_desc("format"), cl::cat(Category)};
+  cl::opt<bool> Lsp{"lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout"),
+                    cl::cat(Category)};
   cl::opt<unsigned> Jobs{"j",
                          cl::desc("Analyse <n> files at once (default: the number of cores)"),
                          cl::value_desc("n"),
@@ -385,6 +390,19 @@ int main(int argc, const char **argv) {
   }
 
   static int AnchorInThisExecutable;
+  if (Opts.Lsp) {
+#ifdef ACCEL_HAVE_LSP
+    Expected<std::string> ResourceDir =
+        findResourceDir(Opts.ResourceDir, argv[0], &AnchorInThisExecutable);
+    if (!ResourceDir) {
+      return fail(ExitNoResourceDir, toString(ResourceDir.takeError()));
+    }
+    return runLspServer({*ResourceDir, *Selected, Opts.BuildDir});
+#else
+    return fail(ExitUsage, "--lsp needs accel-rewrite built with LLVM 22 or later "
+                           "(LLVMSupportLSP)");
+#endif
+  }
   Expected<std::string> ResourceDir =
       findResourceDir(Opts.ResourceDir, argv[0], &AnchorInThisExecutable);
   if (!Opts.PrintResourceDir) {

@@ -40,35 +40,6 @@ unsigned offsetOf(llvm::StringRef Text, unsigned Line, unsigned Column) {
   return unsigned(std::min(Text.size(), Offset + (Column > 0 ? Column - 1 : 0)));
 }
 
-/// How a fix reads in a note: insert, remove or replace, with the text.
-std::string describeEdit(const FixEdit &Edit, llvm::StringRef Original) {
-  std::string Old = Original.substr(Edit.Offset, Edit.Length).trim().str();
-  std::string New = llvm::StringRef(Edit.Text).trim().str();
-  if (Old.empty()) {
-    return "insert '" + New + "'";
-  }
-  if (New.empty()) {
-    return "remove '" + Old + "'";
-  }
-  return "replace '" + Old + "' with '" + New + "'";
-}
-
-/// Where a finding points: its location, widened to its own edits when it has some.
-struct Region {
-  unsigned StartLine, StartColumn, EndLine, EndColumn;
-};
-Region regionOf(const RuleFinding &Found) {
-  Region R{Found.Line, Found.Column, Found.Line, Found.Column + 1};
-  for (const FixEdit &Edit : Found.Fix) {
-    if (std::tie(Edit.BeginLine, Edit.BeginColumn) == std::tie(R.StartLine, R.StartColumn) &&
-        std::tie(Edit.EndLine, Edit.EndColumn) > std::tie(R.EndLine, R.EndColumn)) {
-      R.EndLine = Edit.EndLine;
-      R.EndColumn = Edit.EndColumn;
-    }
-  }
-  return R;
-}
-
 json regionJson(unsigned StartLine, unsigned StartColumn, unsigned EndLine, unsigned EndColumn) {
   return {{"startLine", StartLine},
           {"startColumn", StartColumn},
@@ -133,6 +104,30 @@ json artifactLocation(llvm::StringRef Path, llvm::StringRef SourceRoot) {
 }
 
 } // namespace
+
+std::string describeEdit(const FixEdit &Edit, llvm::StringRef Original) {
+  std::string Old = Original.substr(Edit.Offset, Edit.Length).trim().str();
+  std::string New = llvm::StringRef(Edit.Text).trim().str();
+  if (Old.empty()) {
+    return "insert '" + New + "'";
+  }
+  if (New.empty()) {
+    return "remove '" + Old + "'";
+  }
+  return "replace '" + Old + "' with '" + New + "'";
+}
+
+Region regionOf(const RuleFinding &Found) {
+  Region R{Found.Line, Found.Column, Found.Line, Found.Column + 1};
+  for (const FixEdit &Edit : Found.Fix) {
+    if (std::tie(Edit.BeginLine, Edit.BeginColumn) == std::tie(R.StartLine, R.StartColumn) &&
+        std::tie(Edit.EndLine, Edit.EndColumn) > std::tie(R.EndLine, R.EndColumn)) {
+      R.EndLine = Edit.EndLine;
+      R.EndColumn = Edit.EndColumn;
+    }
+  }
+  return R;
+}
 
 std::optional<ReportFormat> parseReportFormat(llvm::StringRef Name) {
   if (Name == "text") {

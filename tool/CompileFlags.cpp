@@ -38,6 +38,15 @@ std::vector<std::string> defaultFlags() {
   return Flags;
 }
 
+// The same treatment clang-tidy gives a build's database: expand @response files, make
+// cross compilers' names work, and borrow flags for headers and new files from neighbours.
+static std::unique_ptr<clang::tooling::CompilationDatabase>
+treatLikeClangTidy(std::unique_ptr<clang::tooling::CompilationDatabase> Database) {
+  using namespace clang::tooling;
+  return inferTargetAndDriverMode(inferMissingCompileCommands(
+      expandResponseFiles(std::move(Database), llvm::vfs::getRealFileSystem())));
+}
+
 llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>>
 selectCompilations(std::unique_ptr<clang::tooling::CompilationDatabase> AfterDashDash,
                    llvm::StringRef BuildDir) {
@@ -60,10 +69,21 @@ selectCompilations(std::unique_ptr<clang::tooling::CompilationDatabase> AfterDas
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cannot use -p " + BuildDir + ": " + Error);
   }
-  // The same treatment clang-tidy gives a build's database: expand @response files, make
-  // cross compilers' names work, and borrow flags for headers and new files from neighbours.
-  return inferTargetAndDriverMode(inferMissingCompileCommands(
-      expandResponseFiles(std::move(Database), llvm::vfs::getRealFileSystem())));
+  return treatLikeClangTidy(std::move(Database));
+}
+
+llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>>
+compilationsFor(llvm::StringRef File, llvm::StringRef BuildDir) {
+  using namespace clang::tooling;
+  if (!BuildDir.empty()) {
+    return selectCompilations(nullptr, BuildDir);
+  }
+  std::string Error;
+  if (std::unique_ptr<CompilationDatabase> Found =
+          CompilationDatabase::autoDetectFromSource(File, Error)) {
+    return treatLikeClangTidy(std::move(Found));
+  }
+  return std::make_unique<FixedCompilationDatabase>(".", defaultFlags());
 }
 
 } // namespace accel::tool

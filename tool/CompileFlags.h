@@ -18,6 +18,12 @@ llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>>
 selectCompilations(std::unique_ptr<clang::tooling::CompilationDatabase> AfterDashDash,
                    llvm::StringRef BuildDir);
 
+/// The compile commands for one file an editor opened: BuildDir's database when given, else
+/// the compile_commands.json found in the file's directory or above (as clangd does), else
+/// defaultFlags().
+llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>>
+compilationsFor(llvm::StringRef File, llvm::StringRef BuildDir);
+
 /// Flags for a file given alone: C++17, as LibTorch requires, and the LibTorch headers this
 /// tool was built against (as system headers, which is how CMake's Torch target adds them).
 std::vector<std::string> defaultFlags();

@@ -346,8 +346,12 @@ private:
 
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
-                                       llvm::ArrayRef<RuleInfo> Rules, std::string &ClangOutput) {
+                                       llvm::ArrayRef<RuleInfo> Rules, std::string &ClangOutput,
+                                       std::optional<llvm::StringRef> Contents) {
   clang::tooling::ClangTool Tool(Compilations, {File.str()});
+  if (Contents) {
+    Tool.mapVirtualFile(File, *Contents);
+  }
   llvm::raw_string_ostream Captured(ClangOutput);
   clang::DiagnosticOptions DiagnosticOptions;
 #if LLVM_VERSION_MAJOR >= 21

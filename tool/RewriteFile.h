@@ -57,10 +57,12 @@ struct FileRewrite {
 /// ResourceDir, and applies Rules to the main file: their edits are merged, applied and
 /// formatted with the file's .clang-format (LLVM style when there is none). Returns
 /// std::nullopt when clang reports errors. Clang's diagnostics go to ClangOutput (so that
-/// files analysed side by side do not interleave theirs).
+/// files analysed side by side do not interleave theirs). Contents, when given, stands for
+/// the file's text on disk (an editor's unsaved buffer).
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
                                        llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
-                                       std::string &ClangOutput);
+                                       std::string &ClangOutput,
+                                       std::optional<llvm::StringRef> Contents = std::nullopt);
 
 } // namespace accel::tool
