@@ -79,8 +79,8 @@ bool isTrainingLoader(const clang::VarDecl *Loader, clang::ASTContext &Ctx);
 /// A call in the loader's function that passes it (or *it) to another function.
 struct LoaderHandOff {
   const clang::FunctionDecl *Callee = nullptr; // the instantiation, for a template
-  bool Iterates = false; // the callee's range-for iterates the parameter
-  bool Trains = false;   // ... with a backward call in its body
+  bool Iterates = false;                       // the callee's range-for iterates the parameter
+  bool Trains = false;                         // ... with a backward call in its body
   /// The parameter's type is deduced (`Loader &`, `auto &`): the sharded loader fits it.
   bool AcceptsShardedLoader = false;
 };
