@@ -35,6 +35,7 @@ config.substitutions += [
     ("%expect-exit", f'"{sys.executable}" "{os.path.join(utils, "expect-exit.py")}"'),
     ("%strip-checks", f'"{sys.executable}" "{os.path.join(utils, "strip-checks.py")}"'),
     ("%lsp-misuse", f'"{sys.executable}" "{os.path.join(utils, "lsp-misuse.py")}"'),
+    ("%run-concurrently", f'"{sys.executable}" "{os.path.join(utils, "run-concurrently.py")}"'),
     ("%check-sarif", f'"{sys.executable}" "{os.path.join(utils, "check-sarif.py")}"'),
     ("%python", f'"{sys.executable}"'),
     ("%doc-blocks", f'"{sys.executable}" "{os.path.join(utils, "doc-blocks.py")}"'),
@@ -54,6 +55,11 @@ config.substitutions += [
     (r"(?<![\w/.-])FileCheck(?![\w/.-])", llvm_tool("FileCheck")),
     (r"%not(?![\w-])", llvm_tool("not")),
 ]
+
+# Every test's accel-rewrite shares one preamble cache in the build tree (never the user's
+# ~/.cache): the first test to parse a given include block pays for it, the others reuse it.
+# Tests of the cache itself pass their own --cache-dir.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "cache-home")
 
 # Tests that parse <torch/torch.h> need the headers the tool was built against.
 if config.torch_include_dirs:

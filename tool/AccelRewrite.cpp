@@ -88,6 +88,15 @@ struct Options {
                          cl::init(0),
                          cl::Prefix,
                          cl::cat(Category)};
+  // The preamble cache (docs/accel-rewrite.md, "Speed").
+  cl::opt<std::string> CacheDir{
+      "cache-dir",
+      cl::desc("Keep precompiled preambles in <dir> (default: $XDG_CACHE_HOME/accel/preambles)"),
+      cl::value_desc("dir"), cl::cat(Category)};
+  cl::opt<bool> NoCache{"no-cache", cl::desc("Parse every header each time; use no cache"),
+                        cl::cat(Category)};
+  cl::opt<bool> Verbose{"v", cl::desc("Say where each file's precompiled preamble came from"),
+                        cl::cat(Category)};
 };
 
 } // namespace
@@ -96,6 +105,16 @@ static void printVersion(raw_ostream &OS) {
   OS << "accel-rewrite " ACCEL_VERSION "\n"
      << "LLVM " ACCEL_LLVM_VERSION "\n"
      << "LibTorch " ACCEL_TORCH_VERSION "\n";
+}
+
+/// --cache-dir made absolute, else the default; empty when there is none.
+static std::string cacheDirectory(const Options &Opts) {
+  if (Opts.CacheDir.empty()) {
+    return PreambleCache::defaultDirectory();
+  }
+  SmallString<256> Dir(Opts.CacheDir.getValue());
+  sys::fs::make_absolute(Dir);
+  return std::string(Dir);
 }
 
 static int fail(ExitCode Code, const Twine &Message) {
@@ -180,7 +199,7 @@ struct Outcome {
 static Outcome analyze(const std::string &Input,
                        const clang::tooling::CompilationDatabase &Compilations,
                        StringRef ResourceDir, ArrayRef<accel::rewrites::RuleInfo> Rules,
-                       StringRef BuildDir) {
+                       StringRef BuildDir, PreambleCache *Preambles) {
   Outcome Out;
   auto Fail = [&](ExitCode Code, const Twine &Message) {
     Out.Code = Code;
@@ -211,7 +230,7 @@ static Outcome analyze(const std::string &Input,
     return Fail(ExitNotLibTorch,
                 Input + " is not a source file (it holds NUL bytes); nothing written for it");
   }
-  Out.Result = rewriteFile(Compilations, File, ResourceDir, Rules, Out.ClangOutput);
+  Out.Result = rewriteFile(Compilations, File, ResourceDir, Rules, Out.ClangOutput, Preambles);
   if (!Out.Result) {
     return Fail(ExitParseError, Input + " has compile errors; nothing written for it");
   }
@@ -229,15 +248,19 @@ static std::vector<Outcome> analyzeAll(const std::vector<std::string> &Inputs,
                                        const clang::tooling::CompilationDatabase &Compilations,
                                        StringRef ResourceDir,
                                        ArrayRef<accel::rewrites::RuleInfo> Rules,
-                                       StringRef BuildDir, unsigned Jobs) {
+                                       StringRef BuildDir, unsigned Jobs, PreambleCache *Preambles,
+                                       bool Verbose) {
   std::vector<Outcome> Outcomes(Inputs.size());
   const bool Progress = Inputs.size() > 1 && sys::Process::StandardErrIsDisplayed();
   std::mutex Lock;
   size_t Done = 0;
   auto Run = [&](size_t I) {
-    Outcomes[I] = analyze(Inputs[I], Compilations, ResourceDir, Rules, BuildDir);
+    Outcomes[I] = analyze(Inputs[I], Compilations, ResourceDir, Rules, BuildDir, Preambles);
     std::lock_guard<std::mutex> Guard(Lock);
     ++Done;
+    if (Verbose && Outcomes[I].Result) {
+      errs() << "accel-rewrite: " << Inputs[I] << ": " << Outcomes[I].Result->PreambleNote << "\n";
+    }
     if (Progress) {
       errs() << "\r\x1b[K[" << Done << "/" << Inputs.size() << "] " << Inputs[I];
       if (Done == Inputs.size()) {
@@ -296,12 +319,14 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
   size_t Errors = 0;
   bool ExportFailed = false;
   std::map<std::string, size_t> PerRule;
+  std::map<PreambleSource, size_t> Preambles;
   for (size_t I = 0; I < Inputs.size(); ++I) {
     if (printProblems(Outcomes[I]) != ExitSuccess) {
       ++Errors;
       continue;
     }
     FileRewrite &Result = *Outcomes[I].Result;
+    ++Preambles[Result.PreambleOrigin];
     for (const std::string &Warning : Result.ToolWarnings) {
       errs() << Warning << "\n";
     }
@@ -355,7 +380,13 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
   if (Errors) {
     errs() << ", " << Errors << (Errors == 1 ? " file not analysed" : " files not analysed");
   }
-  errs() << format(", %.1f s\n", Seconds);
+  errs() << format(", %.1f s", Seconds);
+  if (size_t Built = Preambles[PreambleSource::Built],
+      Reused = Preambles[PreambleSource::Disk] + Preambles[PreambleSource::Memory];
+      Built || Reused) {
+    errs() << " (preamble cache: " << Built << " built, " << Reused << " reused)";
+  }
+  errs() << "\n";
   return Errors || ExportFailed ? ExitCheckError : Findings ? ExitCheckFindings : ExitSuccess;
 }
 
@@ -397,7 +428,10 @@ int main(int argc, const char **argv) {
     if (!ResourceDir) {
       return fail(ExitNoResourceDir, toString(ResourceDir.takeError()));
     }
-    return runLspServer({*ResourceDir, *Selected, Opts.BuildDir});
+    // The server keeps preambles in memory between edits; --no-cache only keeps them off
+    // the disk.
+    PreambleCache Preambles(Opts.NoCache ? std::string() : cacheDirectory(Opts));
+    return runLspServer({*ResourceDir, *Selected, Opts.BuildDir, &Preambles});
 #else
     return fail(ExitUsage, "--lsp needs accel-rewrite built with LLVM 22 or later "
                            "(LLVMSupportLSP)");
@@ -429,8 +463,17 @@ int main(int argc, const char **argv) {
     Inputs = (*Compilations)->getAllFiles();
   }
   const auto Start = std::chrono::steady_clock::now();
+  std::string CacheDir = Opts.NoCache ? std::string() : cacheDirectory(Opts);
+  if (!Opts.NoCache && CacheDir.empty() && Opts.Verbose) {
+    errs() << "accel-rewrite: no cache (neither XDG_CACHE_HOME nor HOME is set; see --cache-dir)\n";
+  }
+  std::optional<PreambleCache> Preambles;
+  if (!CacheDir.empty()) {
+    Preambles.emplace(CacheDir);
+  }
   std::vector<Outcome> Outcomes =
-      analyzeAll(Inputs, **Compilations, *ResourceDir, *Selected, Opts.BuildDir, Opts.Jobs);
+      analyzeAll(Inputs, **Compilations, *ResourceDir, *Selected, Opts.BuildDir, Opts.Jobs,
+                 Preambles ? &*Preambles : nullptr, Opts.Verbose);
   return Opts.Check ? report(Opts, Inputs, Outcomes, *Selected, Start)
                     : writeResults(Opts, Inputs, Outcomes);
 }

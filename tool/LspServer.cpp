@@ -122,7 +122,7 @@ private:
         compilationsFor(Uri.file(), Options.BuildDir);
     if (Compilations) {
       Doc.Analysis = rewriteFile(**Compilations, Uri.file(), Options.ResourceDir, Options.Rules,
-                                 ClangOutput, llvm::StringRef(Doc.Text));
+                                 ClangOutput, Options.Preambles, llvm::StringRef(Doc.Text));
     } else {
       ClangOutput = llvm::toString(Compilations.takeError());
     }

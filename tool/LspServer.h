@@ -1,6 +1,7 @@
 //===- LspServer.h - accel-rewrite --lsp ------------------------*- C++ -*-===//
 #pragma once
 
+#include "PreambleCache.h"
 #include "accel/rewrites/Rules.h"
 
 #include <string>
@@ -14,6 +15,9 @@ struct LspOptions {
   /// -p: this compile database for every document; else each document's own, found upwards
   /// from it as clangd does, else the default flags.
   std::string BuildDir;
+  /// Keeps each document's precompiled preamble between edits (in memory, and on disk when
+  /// it has a directory).
+  PreambleCache *Preambles = nullptr;
 };
 
 /// Serves the Language Server Protocol on stdin/stdout until the client closes the

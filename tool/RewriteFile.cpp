@@ -7,6 +7,7 @@
 #include "clang/Format/Format.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/PrecompiledPreamble.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
@@ -263,6 +264,35 @@ std::string applyFormatted(llvm::StringRef FileName, llvm::StringRef Code,
   return *Formatted;
 }
 
+/// Runs the matchers over the main file's declarations only (with their template
+/// instantiations), as clangd does: the headers' declarations are no rule's business, and
+/// walking them would read the whole precompiled preamble back. The translation unit itself
+/// is matched too (accel-include matches it).
+class MainFileMatcher : public clang::ASTConsumer {
+public:
+  MainFileMatcher(MatchFinder &Finder, const clang::SourceManager &SM) : Finder(Finder), SM(SM) {}
+
+  bool HandleTopLevelDecl(clang::DeclGroupRef Group) override {
+    for (clang::Decl *D : Group) {
+      if (SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation()))) {
+        TopLevel.push_back(D);
+      }
+    }
+    return true;
+  }
+
+  void HandleTranslationUnit(clang::ASTContext &Ctx) override {
+    Ctx.setTraversalScope(TopLevel);
+    Finder.matchAST(Ctx);
+    Finder.match(*Ctx.getTranslationUnitDecl(), Ctx);
+  }
+
+private:
+  MatchFinder &Finder;
+  const clang::SourceManager &SM;
+  std::vector<clang::Decl *> TopLevel;
+};
+
 /// Runs Sema over the whole translation unit (so template instantiation errors count, as
 /// in a real build), runs the rules over its AST and rewrites the main file.
 class RewriteAction : public clang::ASTFrontendAction {
@@ -277,9 +307,9 @@ public:
   }
 
 protected:
-  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance &,
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance &Compiler,
                                                         llvm::StringRef) override {
-    return Finder.newASTConsumer();
+    return std::make_unique<MainFileMatcher>(Finder, Compiler.getSourceManager());
   }
 
   void EndSourceFileAction() override {
@@ -329,17 +359,58 @@ private:
   std::vector<std::unique_ptr<RuleCallback>> Callbacks;
 };
 
+/// Counts what clang reports, and drops it.
+class DiagnosticCounter : public clang::DiagnosticConsumer {};
+
 class RewriteFactory : public clang::tooling::FrontendActionFactory {
 public:
-  RewriteFactory(llvm::ArrayRef<RuleInfo> Rules, FileRewrite &Result)
-      : Rules(Rules), Result(Result) {}
+  RewriteFactory(llvm::ArrayRef<RuleInfo> Rules, FileRewrite &Result, PreambleCache *Preambles)
+      : Rules(Rules), Result(Result), Preambles(Preambles) {}
   std::unique_ptr<clang::FrontendAction> create() override {
     return std::make_unique<RewriteAction>(Rules, Result);
+  }
+
+  /// Parses with the cached preamble when there is one; a parse that fails with it is
+  /// repeated without, so that what clang reports never depends on the cache.
+  bool runInvocation(std::shared_ptr<clang::CompilerInvocation> Invocation,
+                     clang::FileManager *Files,
+                     std::shared_ptr<clang::PCHContainerOperations> PCHContainerOps,
+                     clang::DiagnosticConsumer *Diagnostics) override {
+    if (Preambles && Invocation->getFrontendOpts().Inputs.size() == 1) {
+      llvm::StringRef MainFile = Invocation->getFrontendOpts().Inputs[0].getFile();
+      auto Text = Files->getVirtualFileSystem().getBufferForFile(MainFile);
+      if (Text) {
+        clang::PreambleBounds Bounds = clang::ComputePreambleBounds(
+            Invocation->getLangOpts(), (*Text)->getMemBufferRef(), /*MaxLines=*/0);
+        std::shared_ptr<const Preamble> Built = Preambles->get(
+            *Invocation, (*Text)->getBuffer(), Bounds, Files->getVirtualFileSystemPtr(),
+            PCHContainerOps, Result.PreambleOrigin, Result.PreambleNote);
+        if (Built) {
+          auto WithPreamble = std::make_shared<clang::CompilerInvocation>(*Invocation);
+          auto FS =
+              PreambleCache::use(*Built, Bounds, *WithPreamble, Files->getVirtualFileSystemPtr());
+          auto PreambleFiles =
+              llvm::makeIntrusiveRefCnt<clang::FileManager>(Files->getFileSystemOpts(), FS);
+          DiagnosticCounter Counter;
+          if (FrontendActionFactory::runInvocation(WithPreamble, PreambleFiles.get(),
+                                                   PCHContainerOps, &Counter) &&
+              Counter.getNumErrors() == 0) {
+            return true;
+          }
+          std::string Note = Result.PreambleNote + "; the parse with it failed, so parsed without";
+          Result = FileRewrite();
+          Result.PreambleNote = std::move(Note);
+        }
+      }
+    }
+    return FrontendActionFactory::runInvocation(std::move(Invocation), Files,
+                                                std::move(PCHContainerOps), Diagnostics);
   }
 
 private:
   llvm::ArrayRef<RuleInfo> Rules;
   FileRewrite &Result;
+  PreambleCache *Preambles;
 };
 
 } // namespace
@@ -347,6 +418,7 @@ private:
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
                                        llvm::ArrayRef<RuleInfo> Rules, std::string &ClangOutput,
+                                       PreambleCache *Preambles,
                                        std::optional<llvm::StringRef> Contents) {
   clang::tooling::ClangTool Tool(Compilations, {File.str()});
   if (Contents) {
@@ -370,7 +442,7 @@ std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase
   Tool.setPrintErrorMessage(false); // The caller reports the failure its own way.
 
   FileRewrite Result;
-  RewriteFactory Factory(Rules, Result);
+  RewriteFactory Factory(Rules, Result, Preambles);
   if (Tool.run(&Factory) != 0) {
     return std::nullopt;
   }

@@ -1,6 +1,7 @@
 //===- RewriteFile.h - Running clang and the rules over one input -*- C++ -*-===//
 #pragma once
 
+#include "PreambleCache.h"
 #include "accel/rewrites/Rules.h"
 
 #include "clang/Tooling/CompilationDatabase.h"
@@ -51,6 +52,9 @@ struct FileRewrite {
   /// The translation unit declares one of LibTorch's namespaces (torch, at, c10): it
   /// includes LibTorch's headers.
   bool UsesLibTorch = false;
+  /// Where the parse's precompiled preamble came from, and that in words.
+  PreambleSource PreambleOrigin = PreambleSource::None;
+  std::string PreambleNote;
 };
 
 /// Parses File with the compile command Compilations gives it, using the builtin headers in
@@ -58,11 +62,12 @@ struct FileRewrite {
 /// formatted with the file's .clang-format (LLVM style when there is none). Returns
 /// std::nullopt when clang reports errors. Clang's diagnostics go to ClangOutput (so that
 /// files analysed side by side do not interleave theirs). Contents, when given, stands for
-/// the file's text on disk (an editor's unsaved buffer).
+/// the file's text on disk (an editor's unsaved buffer). With Preambles, the file's include
+/// block comes precompiled from that cache (built there when missing or stale).
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
                                        llvm::StringRef File, llvm::StringRef ResourceDir,
                                        llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
-                                       std::string &ClangOutput,
+                                       std::string &ClangOutput, PreambleCache *Preambles,
                                        std::optional<llvm::StringRef> Contents = std::nullopt);
 
 } // namespace accel::tool

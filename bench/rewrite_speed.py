@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""accel-rewrite's speed on the corpus programs, against clang's own tools (issue 8).
+
+For each program of test/corpus, side by side in one run, with the same flags:
+  clang++ -fsyntax-only        the parse alone
+  clang-tidy, one check        the usual way to run a checker over a file
+  accel-rewrite --no-cache     every header parsed each time
+  accel-rewrite cold           an empty preamble cache: the preamble is built, then used
+  accel-rewrite warm           the preamble loaded from the cache the cold run filled
+then `accel-rewrite --check` over the whole corpus with -j1 and -j2, cold and warm.
+
+Prints a Markdown table (docs/benchmarks.md holds the last one), writes --json, and plots
+time per file to --plot when matplotlib is installed (Debian: python3-matplotlib).
+
+    python3 bench/rewrite_speed.py [--build build] [--json out.json] [--plot docs/rewrite-speed.png]
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "test", "corpus")
+NOT_PROGRAMS = {"corpus_test.cpp", "pch.cpp"}
+# Flags that name what to compile, not how: kept from the build's compile commands.
+KEPT_PREFIXES = ("-std=", "-I", "-isystem", "-D", "-U")
+
+
+def corpus_programs():
+    return sorted(f for f in os.listdir(CORPUS) if f.endswith(".cpp") and f not in NOT_PROGRAMS)
+
+
+def language_flags(build, source):
+    """The -std/-I/-isystem/-D flags of source's compile command in build's database."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        for entry in json.load(f):
+            if os.path.realpath(entry["file"]) == os.path.realpath(source):
+                args = entry.get("arguments") or shlex.split(entry["command"])
+                flags, i = [], 1
+                while i < len(args):
+                    arg = args[i]
+                    if arg in ("-I", "-isystem", "-D", "-U") and i + 1 < len(args):
+                        flags += [arg, args[i + 1]]
+                        i += 2
+                        continue
+                    if arg.startswith(KEPT_PREFIXES):
+                        flags.append(arg)
+                    i += 1
+                return flags
+    sys.exit(f"rewrite_speed: {source} is not in {build}/compile_commands.json; build it first")
+
+
+def timed(command, ok=(0,)):
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode not in ok:
+        sys.exit(f"rewrite_speed: {shlex.join(command)} exited with {done.returncode}:\n"
+                 f"{done.stderr[-3000:]}")
+    return seconds
+
+
+def tool(name):
+    path = shutil.which(name)
+    if not path:
+        sys.exit(f"rewrite_speed: {name} not found (Debian: clang-22, clang-tidy-22)")
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--json", help="write the measurements here")
+    parser.add_argument("--plot", help="write a PNG of time per file here")
+    parser.add_argument("--check-tidy", default="bugprone-use-after-move",
+                        help="the one clang-tidy check (default: %(default)s)")
+    opts = parser.parse_args()
+    rewrite = os.path.join(opts.build, "bin", "accel-rewrite")
+    if not os.access(rewrite, os.X_OK):
+        sys.exit(f"rewrite_speed: no {rewrite}; run scripts/setup first")
+    clangxx, clang_tidy = tool("clang++-22"), tool("clang-tidy-22")
+
+    work = tempfile.mkdtemp(prefix="accel-rewrite-speed-")
+    programs = corpus_programs()
+    database = []
+    for name in programs:
+        source = os.path.join(CORPUS, name)
+        database.append({"directory": CORPUS, "file": source,
+                         "arguments": [clangxx, *language_flags(opts.build, source), "-c", source]})
+    with open(os.path.join(work, "compile_commands.json"), "w") as f:
+        json.dump(database, f, indent=1)
+
+    rows = []
+    for i, entry in enumerate(database):
+        source = entry["file"]
+        flags = entry["arguments"][1:-2]
+        cache = os.path.join(work, f"cache-{i}")
+        row = {"file": os.path.basename(source)}
+        row["syntax_only"] = timed([clangxx, *flags, "-fsyntax-only", "-w", source])
+        row["clang_tidy"] = timed([clang_tidy, "-p", work, f"--checks=-*,{opts.check_tidy}",
+                                   "--quiet", source], ok=(0, 1))
+        check = [rewrite, "--check", "--format=json", "-p", work]
+        row["no_cache"] = timed([*check, "--no-cache", source], ok=(0, 1))
+        row["cold"] = timed([*check, "--cache-dir", cache, source], ok=(0, 1))
+        row["warm"] = timed([*check, "--cache-dir", cache, source], ok=(0, 1))
+        row["entry_mb"] = sum(os.path.getsize(os.path.join(cache, e))
+                              for e in os.listdir(cache)) / 1e6
+        rows.append(row)
+        print(f"{row['file']:24} syntax {row['syntax_only']:6.2f}  tidy {row['clang_tidy']:6.2f}  "
+              f"no-cache {row['no_cache']:6.2f}  cold {row['cold']:6.2f}  warm {row['warm']:5.2f}",
+              file=sys.stderr)
+
+    sources = [entry["file"] for entry in database]
+    whole = {}
+    for jobs in (1, 2):
+        cache = os.path.join(work, f"whole-j{jobs}")
+        check = [rewrite, "--check", "--format=json", "-p", work, f"-j{jobs}", "--cache-dir", cache]
+        whole[f"cold_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
+        whole[f"warm_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
+    whole["entries"] = len(os.listdir(os.path.join(work, "whole-j1")))
+
+    def mean(key):
+        return sum(r[key] for r in rows) / len(rows)
+
+    ratios = {
+        "cold / syntax-only": mean("cold") / mean("syntax_only"),
+        "warm / clang-tidy": mean("warm") / mean("clang_tidy"),
+        "--check -j2 / -j1, cold": whole["cold_j2"] / whole["cold_j1"],
+        "--check -j2 / -j1, warm": whole["warm_j2"] / whole["warm_j1"],
+    }
+    print("| file | clang++ -fsyntax-only | clang-tidy (1 check) | accel-rewrite --no-cache "
+          "| accel-rewrite cold | accel-rewrite warm |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows + [{"file": "**mean**", **{k: mean(k) for k in
+                                             ("syntax_only", "clang_tidy", "no_cache", "cold",
+                                              "warm")}}]:
+        print(f"| {r['file']} | {r['syntax_only']:.2f} s | {r['clang_tidy']:.2f} s | "
+              f"{r['no_cache']:.2f} s | {r['cold']:.2f} s | {r['warm']:.2f} s |")
+    print()
+    print(f"`--check` over the {len(sources)} programs ({whole['entries']} cache entries): "
+          f"-j1 cold {whole['cold_j1']:.1f} s, -j2 cold {whole['cold_j2']:.1f} s; "
+          f"-j1 warm {whole['warm_j1']:.1f} s, -j2 warm {whole['warm_j2']:.1f} s")
+    print()
+    for name, value in ratios.items():
+        print(f"- {name}: {value:.2f}x")
+
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"files": rows, "whole_corpus": whole, "ratios": ratios}, f, indent=1)
+    if opts.plot:
+        plot(rows, opts.plot)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("rewrite_speed: no plot: matplotlib is missing (Debian: apt-get install "
+              "python3-matplotlib)", file=sys.stderr)
+        return
+    series = [("syntax_only", "clang++-22 -fsyntax-only"), ("clang_tidy", "clang-tidy-22, 1 check"),
+              ("cold", "accel-rewrite, cold cache"), ("warm", "accel-rewrite, warm cache")]
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    for k, (key, label) in enumerate(series):
+        xs = [i + (k - 1.5) * width for i in range(len(rows))]
+        ax.bar(xs, [r[key] for r in rows], width, label=label)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["file"].removesuffix(".cpp") for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("seconds per file")
+    ax.set_title("accel-rewrite on the corpus programs (LibTorch 2.13 headers, 2 cores)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"rewrite_speed: plot written to {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

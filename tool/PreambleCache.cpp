@@ -1,0 +1,519 @@
+//===- PreambleCache.cpp - LibTorch's headers parsed once, kept on disk ---===//
+#include "PreambleCache.h"
+
+#include "clang/Basic/Version.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/FrontendActions.h"
+#include "clang/Frontend/Utils.h"
+#include "clang/Lex/PreprocessorOptions.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+namespace accel::tool {
+namespace {
+
+/// Bump when what goes into a PCH or the entry's layout changes: entries of other versions
+/// then never match a key.
+constexpr llvm::StringLiteral FormatVersion = "accel-preamble 1";
+/// The trailer that ends an entry: magic, the PCH's size, the manifest's size.
+constexpr llvm::StringLiteral TrailerMagic = "ACCELPRE";
+constexpr size_t TrailerSize = 8 + 8 + 8;
+/// Entries unused this long are removed when a new one is written.
+constexpr auto UnusedEntryLifetime = std::chrono::hours(24 * 30);
+/// A temporary file this old belongs to a run that died.
+constexpr auto AbandonedTemporaryAge = std::chrono::hours(24);
+
+std::string digestOf(llvm::StringRef Bytes) {
+  llvm::BLAKE3 Hasher;
+  Hasher.update(Bytes);
+  auto Result = Hasher.final<16>();
+  return llvm::toHex(Result, /*LowerCase=*/true);
+}
+
+/// The preamble's directives as tokens, with a space where the source has whitespace and a
+/// line break where a line starts: what the preprocessor sees, without the comments and
+/// layout that differ between files including the same headers.
+std::string directiveTokens(llvm::StringRef Preamble, const clang::LangOptions &LangOpts) {
+  const std::string Text = Preamble.str(); // The lexer reads up to a terminating NUL.
+  clang::Lexer Raw(clang::SourceLocation(), LangOpts, Text.data(), Text.data(),
+                   Text.data() + Text.size());
+  Raw.SetCommentRetentionState(false);
+  std::string Result;
+  clang::Token Tok;
+  while (true) {
+    Raw.LexFromRawLexer(Tok);
+    if (Tok.is(clang::tok::eof)) {
+      break;
+    }
+    if (Tok.isAtStartOfLine()) {
+      Result += '\n';
+    } else if (Tok.hasLeadingSpace()) {
+      Result += ' ';
+    }
+    // The lexer stands just past the token it returned.
+    Result.append(Raw.getBufferLocation() - Tok.getLength(), Tok.getLength());
+  }
+  return Result;
+}
+
+/// Everything that changes what the preamble's PCH holds, except the headers' contents
+/// (those are checked on each use, see changedDependency): the directives, the compile
+/// flags, this clang, and the directories relative names are looked up in.
+std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef PreambleText,
+                   llvm::StringRef MainFile, llvm::vfs::FileSystem &FS) {
+  clang::CompilerInvocation Flags(Invocation);
+  // What names this one file, and what only code generation reads.
+  Flags.getFrontendOpts().Inputs.clear();
+  Flags.getFrontendOpts().OutputFile.clear();
+  Flags.getCodeGenOpts().MainFileName.clear();
+  Flags.getCodeGenOpts().DebugCompilationDir.clear();
+  Flags.getCodeGenOpts().CoverageCompilationDir.clear();
+  Flags.getDependencyOutputOpts() = clang::DependencyOutputOptions();
+  std::string Key;
+  llvm::raw_string_ostream Out(Key);
+  Out << FormatVersion << '\0' << clang::getClangFullRepositoryVersion() << '\0';
+  for (const std::string &Arg : Flags.getCC1CommandLine()) {
+    Out << Arg << '\0';
+  }
+  Out << directiveTokens(PreambleText, Invocation.getLangOpts()) << '\0';
+  // "file.h" is looked up next to the including file first.
+  if (PreambleText.contains('"')) {
+    Out << llvm::sys::path::parent_path(MainFile) << '\0';
+  }
+  // -I dir (relative) is looked up from the working directory.
+  for (const auto &Entry : Invocation.getHeaderSearchOpts().UserEntries) {
+    if (llvm::sys::path::is_relative(Entry.Path)) {
+      if (llvm::ErrorOr<std::string> WorkingDir = FS.getCurrentWorkingDirectory()) {
+        Out << *WorkingDir << '\0';
+      }
+      break;
+    }
+  }
+  return digestOf(Key);
+}
+
+/// The headers the PCH build opened (system headers too).
+class HeaderCollector : public clang::DependencyCollector {
+  bool needSystemDependencies() override { return true; }
+};
+
+/// Which dependency changed since Built was made, in words; empty when none did.
+std::string changedDependency(const Preamble &Built, llvm::vfs::FileSystem &FS) {
+  for (const PreambleDependency &Dependency : Built.Dependencies) {
+    llvm::ErrorOr<llvm::vfs::Status> Status = FS.status(Dependency.Path);
+    if (!Status) {
+      return Dependency.Path + " is gone";
+    }
+    if (Status->getSize() != Dependency.Size) {
+      return Dependency.Path + " changed";
+    }
+    auto Contents = FS.getBufferForFile(Dependency.Path, -1, /*RequiresNullTerminator=*/false,
+                                        /*IsVolatile=*/true);
+    if (!Contents || digestOf((*Contents)->getBuffer()) != Dependency.Digest) {
+      return Dependency.Path + " changed";
+    }
+  }
+  return "";
+}
+
+std::string manifestOf(const Preamble &Built, llvm::StringRef PchDigest) {
+  std::string Text;
+  llvm::raw_string_ostream Out(Text);
+  Out << FormatVersion << "\nkey " << Built.Key << "\npch " << PchDigest << "\nbuilt-from "
+      << Built.BuiltFrom << "\ntext " << Built.BuiltFromText.size() << "\n"
+      << Built.BuiltFromText << "\n";
+  for (const PreambleDependency &Dependency : Built.Dependencies) {
+    Out << "dep " << Dependency.Digest << " " << Dependency.Size << " " << Dependency.Path << "\n";
+  }
+  return Text;
+}
+
+/// Reads an entry written by appendManifest; an error says what is wrong with it.
+llvm::Expected<std::unique_ptr<Preamble>> parseEntry(std::unique_ptr<llvm::MemoryBuffer> Storage,
+                                                     llvm::StringRef Key) {
+  auto Corrupt = [](const llvm::Twine &Why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "corrupt entry (" + Why + ")");
+  };
+  llvm::StringRef Data = Storage->getBuffer();
+  if (Data.size() < TrailerSize || !Data.take_back(TrailerSize).starts_with(TrailerMagic)) {
+    return Corrupt("no trailer");
+  }
+  const char *Trailer = Data.end() - TrailerSize + TrailerMagic.size();
+  uint64_t PchSize = llvm::support::endian::read64le(Trailer);
+  uint64_t ManifestSize = llvm::support::endian::read64le(Trailer + 8);
+  if (PchSize + ManifestSize + TrailerSize != Data.size()) {
+    return Corrupt("sizes do not add up");
+  }
+  auto Result = std::make_unique<Preamble>();
+  Result->Pch = Data.take_front(PchSize);
+  llvm::StringRef Manifest = Data.substr(PchSize, ManifestSize);
+  auto Field = [&Manifest](llvm::StringRef Name) -> std::optional<llvm::StringRef> {
+    auto [Line, Rest] = Manifest.split('\n');
+    if (!Line.consume_front(Name) || !Line.consume_front(" ")) {
+      return std::nullopt;
+    }
+    Manifest = Rest;
+    return Line;
+  };
+  auto [Version, Rest] = Manifest.split('\n');
+  Manifest = Rest;
+  if (Version != FormatVersion) {
+    return Corrupt("format " + Version);
+  }
+  std::optional<llvm::StringRef> EntryKey = Field("key");
+  std::optional<llvm::StringRef> PchDigest = Field("pch");
+  std::optional<llvm::StringRef> BuiltFrom = Field("built-from");
+  std::optional<llvm::StringRef> TextSize = Field("text");
+  size_t Size = 0;
+  if (!EntryKey || !PchDigest || !BuiltFrom || !TextSize || TextSize->getAsInteger(10, Size) ||
+      Manifest.size() < Size + 1) {
+    return Corrupt("manifest");
+  }
+  if (*EntryKey != Key) {
+    return Corrupt("key");
+  }
+  Result->Key = Key.str();
+  Result->BuiltFrom = BuiltFrom->str();
+  Result->BuiltFromText = Manifest.take_front(Size).str();
+  Manifest = Manifest.drop_front(Size + 1);
+  while (!Manifest.empty()) {
+    std::optional<llvm::StringRef> Line = Field("dep");
+    if (!Line) {
+      return Corrupt("dependency list");
+    }
+    auto [Digest, SizeAndPath] = Line->split(' ');
+    auto [DependencySize, Path] = SizeAndPath.split(' ');
+    PreambleDependency Dependency{Path.str(), Digest.str(), 0};
+    if (Path.empty() || DependencySize.getAsInteger(10, Dependency.Size)) {
+      return Corrupt("dependency list");
+    }
+    Result->Dependencies.push_back(std::move(Dependency));
+  }
+  // Last, as it is the slow check: a PCH cut short or altered is never handed to clang.
+  if (digestOf(Result->Pch) != *PchDigest) {
+    return Corrupt("the precompiled header does not match its digest");
+  }
+  Result->Storage = std::move(Storage);
+  return Result;
+}
+
+/// Appends the manifest and the trailer to the PCH at Path.
+llvm::Error appendManifest(llvm::StringRef Path, llvm::StringRef Manifest, uint64_t PchSize) {
+  std::error_code Error;
+  llvm::raw_fd_ostream Out(Path, Error, llvm::sys::fs::OF_Append);
+  if (Error) {
+    return llvm::createStringError(Error, "cannot append to " + Path);
+  }
+  char Sizes[16];
+  llvm::support::endian::write64le(Sizes, PchSize);
+  llvm::support::endian::write64le(Sizes + 8, Manifest.size());
+  Out << Manifest << TrailerMagic << llvm::StringRef(Sizes, sizeof(Sizes));
+  Out.close();
+  if (Out.has_error()) {
+    Error = Out.error();
+    Out.clear_error();
+    return llvm::createStringError(Error, "cannot write " + Path);
+  }
+  return llvm::Error::success();
+}
+
+/// Marks an entry as used (removeOldEntries goes by the modification time).
+void touch(llvm::StringRef Path) {
+  int Fd = -1;
+  if (!llvm::sys::fs::openFileForWrite(Path, Fd, llvm::sys::fs::CD_OpenExisting,
+                                       llvm::sys::fs::OF_Append)) {
+    llvm::sys::fs::setLastAccessAndModificationTime(Fd, std::chrono::system_clock::now());
+    llvm::sys::Process::SafelyCloseFileDescriptor(Fd);
+  }
+}
+
+std::string entryPath(llvm::StringRef Directory, llvm::StringRef Key) {
+  llvm::SmallString<256> Path(Directory);
+  llvm::sys::path::append(Path, Key + ".preamble");
+  return std::string(Path);
+}
+
+} // namespace
+
+PreambleCache::PreambleCache(std::string Directory) : Directory(std::move(Directory)) {}
+
+std::string PreambleCache::defaultDirectory() {
+  llvm::SmallString<256> Path;
+  if (std::optional<std::string> Xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
+      Xdg && llvm::sys::path::is_absolute(*Xdg)) {
+    Path = *Xdg;
+  } else if (std::optional<std::string> Home = llvm::sys::Process::GetEnv("HOME");
+             Home && !Home->empty()) {
+    Path = *Home;
+    llvm::sys::path::append(Path, ".cache");
+  } else {
+    return "";
+  }
+  llvm::sys::path::append(Path, "accel", "preambles");
+  return std::string(Path);
+}
+
+std::shared_ptr<const Preamble>
+PreambleCache::get(const clang::CompilerInvocation &Invocation, llvm::StringRef MainText,
+                   clang::PreambleBounds Bounds, llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS,
+                   std::shared_ptr<clang::PCHContainerOperations> Ops, PreambleSource &Source,
+                   std::string &Note) {
+  Source = PreambleSource::None;
+  const clang::FrontendOptions &Frontend = Invocation.getFrontendOpts();
+  if (Bounds.Size == 0 || Frontend.Inputs.size() != 1 || !Frontend.Inputs[0].isFile()) {
+    Note = "no preamble";
+    return nullptr;
+  }
+  if (!Invocation.getPreprocessorOpts().ImplicitPCHInclude.empty()) {
+    Note = "not cached: the compile command includes its own precompiled header";
+    return nullptr;
+  }
+  llvm::StringRef PreambleText = MainText.take_front(Bounds.Size);
+  if (directiveTokens(PreambleText, Invocation.getLangOpts()).empty()) {
+    Note = "no preamble";
+    return nullptr; // Comments only.
+  }
+  llvm::SmallString<256> MainFile(Frontend.Inputs[0].getFile());
+  FS->makeAbsolute(MainFile);
+  std::string Key = keyFor(Invocation, PreambleText, MainFile, *FS);
+
+  Slot *Entry;
+  {
+    std::lock_guard<std::mutex> Lock(SlotsMutex);
+    std::unique_ptr<Slot> &Found = Slots[Key];
+    if (!Found) {
+      Found = std::make_unique<Slot>();
+    }
+    Entry = Found.get();
+  }
+  std::lock_guard<std::mutex> Lock(Entry->Busy);
+  std::string Stale;
+  if (Entry->Loaded) {
+    Stale = changedDependency(*Entry->Loaded, *FS);
+    if (Stale.empty()) {
+      Source = PreambleSource::Memory;
+      Note = "preamble " + Key + " reused from memory";
+      return Entry->Loaded;
+    }
+    Entry->Loaded.reset();
+  } else if (!Directory.empty()) {
+    std::string Path = entryPath(Directory, Key);
+    auto Storage = llvm::MemoryBuffer::getFile(Path, /*IsText=*/false,
+                                               /*RequiresNullTerminator=*/false);
+    if (Storage) {
+      llvm::Expected<std::unique_ptr<Preamble>> Parsed = parseEntry(std::move(*Storage), Key);
+      if (!Parsed) {
+        Stale = llvm::toString(Parsed.takeError());
+      } else if (Stale = changedDependency(**Parsed, *FS); Stale.empty()) {
+        // Entries in use stay; the others are removed after a while (removeOldEntries).
+        touch(Path);
+        Entry->Loaded = std::move(*Parsed);
+        Source = PreambleSource::Disk;
+        Note = "preamble " + Key + " loaded from " + Directory;
+        return Entry->Loaded;
+      }
+    }
+  }
+  Entry->Loaded = build(Invocation, Key, PreambleText, FS, std::move(Ops), Note);
+  if (Entry->Loaded) {
+    Source = PreambleSource::Built;
+    if (!Stale.empty()) {
+      Note += " (rebuilt: " + Stale + ")";
+    }
+  }
+  return Entry->Loaded;
+}
+
+std::shared_ptr<const Preamble>
+PreambleCache::build(const clang::CompilerInvocation &Invocation, llvm::StringRef Key,
+                     llvm::StringRef PreambleText,
+                     llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS,
+                     std::shared_ptr<clang::PCHContainerOperations> Ops, std::string &Note) {
+  auto Built = std::make_shared<Preamble>();
+  Built->Key = Key.str();
+  Built->BuiltFromText = PreambleText.str();
+  // The PCH is built from a file of its own beside the main file (so that "x.h" resolves
+  // the same), which any file with the same directives can then use.
+  llvm::SmallString<256> MainFile(Invocation.getFrontendOpts().Inputs[0].getFile());
+  FS->makeAbsolute(MainFile);
+  llvm::SmallString<256> BuiltFrom(llvm::sys::path::parent_path(MainFile));
+  llvm::sys::path::append(BuiltFrom, ".accel-preamble-" + Key + ".cpp");
+  Built->BuiltFrom = std::string(BuiltFrom);
+
+  // Where clang writes the PCH: a temporary file in the cache directory, renamed into
+  // place once complete, so that no run ever reads a half-written entry.
+  std::string Where = Directory;
+  if (Where.empty()) {
+    llvm::SmallString<256> Temporary;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, Temporary);
+    Where = std::string(Temporary);
+  } else if (std::error_code Error = llvm::sys::fs::create_directories(Where)) {
+    Note = "not cached: cannot create " + Where + ": " + Error.message();
+    return nullptr;
+  }
+  llvm::SmallString<256> PchPath;
+  {
+    int Fd = -1;
+    llvm::SmallString<256> Model(Where);
+    llvm::sys::path::append(Model, "tmp-" + Key + "-%%%%%%%%.pch");
+    if (std::error_code Error = llvm::sys::fs::createUniqueFile(Model, Fd, PchPath)) {
+      Note = "not cached: cannot write in " + Where + ": " + Error.message();
+      return nullptr;
+    }
+    llvm::sys::Process::SafelyCloseFileDescriptor(Fd);
+  }
+  // Gone on every way out: renamed into place, or abandoned.
+  struct RemoveOnExit {
+    llvm::SmallString<256> &Path;
+    ~RemoveOnExit() { llvm::sys::fs::remove(Path); }
+  } RemovePch{PchPath};
+
+  auto PchInvocation = std::make_shared<clang::CompilerInvocation>(Invocation);
+  clang::FrontendOptions &Frontend = PchInvocation->getFrontendOpts();
+  Frontend.ProgramAction = clang::frontend::GeneratePCH;
+  Frontend.OutputFile = std::string(PchPath);
+  Frontend.Inputs = {
+      clang::FrontendInputFile(Built->BuiltFrom, Invocation.getFrontendOpts().Inputs[0].getKind())};
+  // As clangd does: the rules read the main file's code, so header function bodies (those
+  // Sema can do without: not constexpr, no deduced return type) are skipped, which makes
+  // the PCH smaller and faster to build and to load.
+  Frontend.SkipFunctionBodies = true;
+  Frontend.IncludeTimestamps = false; // The manifest's digests validate the headers.
+  clang::PreprocessorOptions &Preprocessor = PchInvocation->getPreprocessorOpts();
+  Preprocessor.GeneratePreamble = true; // Record a conditional left open by the preamble.
+  Preprocessor.PrecompiledPreambleBytes = {0, false};
+  Preprocessor.WriteCommentListToPCH = false;
+  PchInvocation->getLangOpts().PCHInstantiateTemplates = true;
+  PchInvocation->getDependencyOutputOpts() = clang::DependencyOutputOptions();
+
+  auto Overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(FS);
+  auto Memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  Memory->addFile(Built->BuiltFrom, 0, llvm::MemoryBuffer::getMemBufferCopy(PreambleText));
+  Overlay->pushOverlay(Memory);
+  if (llvm::ErrorOr<std::string> WorkingDir = FS->getCurrentWorkingDirectory()) {
+    Overlay->setCurrentWorkingDirectory(*WorkingDir);
+  }
+
+  clang::CompilerInstance Compiler(PchInvocation, std::move(Ops));
+  Compiler.setVirtualFileSystem(Overlay);
+  Compiler.createFileManager();
+  clang::IgnoringDiagConsumer Quiet; // The parse without the preamble reports any error.
+  Compiler.createDiagnostics(&Quiet, /*ShouldOwnClient=*/false);
+  Compiler.createSourceManager();
+  auto Headers = std::make_shared<HeaderCollector>();
+  Compiler.addDependencyCollector(Headers);
+  clang::GeneratePCHAction Action;
+  if (!Compiler.ExecuteAction(Action) || Compiler.getDiagnostics().hasErrorOccurred()) {
+    Note = "not cached: the preamble does not compile on its own";
+    return nullptr;
+  }
+
+  for (llvm::StringRef Header : Headers->getDependencies()) {
+    llvm::SmallString<256> Path(Header);
+    FS->makeAbsolute(Path);
+    llvm::sys::path::remove_dots(Path, /*remove_dot_dot=*/false);
+    if (Path == Built->BuiltFrom) {
+      continue;
+    }
+    auto Contents = FS->getBufferForFile(Path, -1, /*RequiresNullTerminator=*/false,
+                                         /*IsVolatile=*/true);
+    if (!Contents || Path.str().contains('\n')) {
+      Note = "not cached: cannot read " + std::string(Path) + " back";
+      return nullptr;
+    }
+    Built->Dependencies.push_back(
+        {std::string(Path), digestOf((*Contents)->getBuffer()), (*Contents)->getBufferSize()});
+  }
+
+  uint64_t PchSize = 0;
+  auto Pch = llvm::MemoryBuffer::getFile(PchPath, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false, /*IsVolatile=*/true);
+  if (!Pch || (PchSize = (*Pch)->getBufferSize()) == 0) {
+    Note = "not cached: clang wrote no precompiled header";
+    return nullptr;
+  }
+  std::string PchDigest = digestOf((*Pch)->getBuffer());
+  Pch->reset();
+  if (llvm::Error Error = appendManifest(PchPath, manifestOf(*Built, PchDigest), PchSize)) {
+    Note = "not cached: " + llvm::toString(std::move(Error));
+    return nullptr;
+  }
+  std::string Final = Directory.empty() ? std::string(PchPath) : entryPath(Directory, Key);
+  if (!Directory.empty()) {
+    if (std::error_code Error = llvm::sys::fs::rename(PchPath, Final)) {
+      Note = "not cached: cannot rename into " + Final + ": " + Error.message();
+      return nullptr;
+    }
+    removeOldEntries();
+  }
+  // Read back what was written, through the same checks as any entry. Memory-only entries
+  // are read into memory, as their file goes with RemovePch.
+  auto Storage = llvm::MemoryBuffer::getFile(Final, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false,
+                                             /*IsVolatile=*/Directory.empty());
+  if (!Storage) {
+    Note = "not cached: cannot read " + Final + " back";
+    return nullptr;
+  }
+  llvm::Expected<std::unique_ptr<Preamble>> Parsed = parseEntry(std::move(*Storage), Key);
+  if (!Parsed) {
+    Note = "not cached: " + Final + ": " + llvm::toString(Parsed.takeError());
+    return nullptr;
+  }
+  Note = "preamble " + Built->Key + " built" +
+         (Directory.empty() ? std::string(" (in memory)") : " into " + Directory);
+  return std::shared_ptr<const Preamble>(std::move(*Parsed));
+}
+
+void PreambleCache::removeOldEntries() {
+  std::error_code Error;
+  auto Now = std::chrono::system_clock::now();
+  for (llvm::sys::fs::directory_iterator It(Directory, Error), End; It != End && !Error;
+       It.increment(Error)) {
+    llvm::StringRef Name = llvm::sys::path::filename(It->path());
+    bool Entry = Name.ends_with(".preamble");
+    bool Temporary = Name.starts_with("tmp-") && Name.ends_with(".pch");
+    llvm::ErrorOr<llvm::sys::fs::basic_file_status> Status = It->status();
+    if ((!Entry && !Temporary) || !Status) {
+      continue;
+    }
+    auto Age = Now - Status->getLastModificationTime();
+    if ((Entry && Age > UnusedEntryLifetime) || (Temporary && Age > AbandonedTemporaryAge)) {
+      llvm::sys::fs::remove(It->path());
+    }
+  }
+}
+
+llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>
+PreambleCache::use(const Preamble &Built, clang::PreambleBounds Bounds,
+                   clang::CompilerInvocation &Invocation,
+                   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS) {
+  llvm::SmallString<256> PchPath(llvm::sys::path::parent_path(Built.BuiltFrom));
+  llvm::sys::path::append(PchPath, ".accel-preamble-" + Built.Key + ".pch");
+  auto Overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(FS);
+  auto Memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  Memory->addFile(PchPath, 0,
+                  llvm::MemoryBuffer::getMemBuffer(Built.Pch, PchPath,
+                                                   /*RequiresNullTerminator=*/false));
+  Memory->addFile(Built.BuiltFrom, 0, llvm::MemoryBuffer::getMemBuffer(Built.BuiltFromText));
+  Overlay->pushOverlay(Memory);
+  if (llvm::ErrorOr<std::string> WorkingDir = FS->getCurrentWorkingDirectory()) {
+    Overlay->setCurrentWorkingDirectory(*WorkingDir);
+  }
+  clang::PreprocessorOptions &Preprocessor = Invocation.getPreprocessorOpts();
+  Preprocessor.ImplicitPCHInclude = std::string(PchPath);
+  Preprocessor.PrecompiledPreambleBytes = {Bounds.Size, Bounds.PreambleEndsAtStartOfLine};
+  // The manifest's digests stand for clang's own size-and-time checks of the headers.
+  Preprocessor.DisablePCHOrModuleValidation = clang::DisableValidationForModuleKind::PCH;
+  Preprocessor.UsePredefines = false; // The PCH holds them.
+  return Overlay;
+}
+
+} // namespace accel::tool
