@@ -14,10 +14,12 @@
 
 #include "accel/build_info.h"
 
+#include "llvm/Support/LSP/Logging.h"
 #include "llvm/Support/LSP/Protocol.h"
 #include "llvm/Support/LSP/Transport.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <map>
 
 namespace accel::tool {
@@ -120,11 +122,19 @@ private:
     Doc.Analysis.reset();
     llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>> Compilations =
         compilationsFor(Uri.file(), Options.BuildDir);
+    const auto Start = std::chrono::steady_clock::now();
     if (Compilations) {
       Doc.Analysis = rewriteFile(**Compilations, Uri.file(), Options.ResourceDir, Options.Rules,
                                  ClangOutput, Options.Preambles, llvm::StringRef(Doc.Text));
     } else {
       ClangOutput = llvm::toString(Compilations.takeError());
+    }
+    if (Doc.Analysis) {
+      // The client's log (stderr): how long the analysis took, and why.
+      lsp::Logger::info(
+          "{0}: analysed in {1:f2} s; {2}", Uri.file(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count(),
+          Doc.Analysis->PreambleNote);
     }
     if (!Doc.Analysis) {
       // One diagnostic at the top says why there are no findings: never a silent "clean".
@@ -208,6 +218,7 @@ private:
 } // namespace
 
 int runLspServer(const LspOptions &Options) {
+  lsp::Logger::setLogLevel(lsp::Logger::Level::Info);
   lsp::JSONTransport Transport(stdin, llvm::outs());
   Server TheServer(Transport, Options);
   // Returns when the client closes the connection (or says "exit" and then closes it).

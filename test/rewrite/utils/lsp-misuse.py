@@ -5,7 +5,8 @@
 Malformed JSON, a message without a method, a change and a code action for a document never
 opened, an unknown method, a close of an unknown document: the server must answer the
 requests it can (an error for the unknown method), stay up, and then serve the document
-normally. Prints one line per reply or notification it saw.
+normally, then re-analyse it after an edit. Prints one line per reply or notification it
+saw, and the server's log line for each analysis.
 """
 import json
 import subprocess
@@ -39,7 +40,11 @@ messages = [
      "params": {"textDocument": {"uri": uri},
                 "range": {"start": {"line": 0, "character": 0}, "end": {"line": 99, "character": 0}},
                 "context": {"diagnostics": []}}},
-    {"jsonrpc": "2.0", "id": 6, "method": "shutdown"},
+    # An edit: analysed again with the preamble the server keeps in memory.
+    {"jsonrpc": "2.0", "method": "textDocument/didChange",
+     "params": {"textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [{"text": text + "// An edit.\n"}]}},
+    {"jsonrpc": "2.0", "id": 7, "method": "shutdown"},
     {"jsonrpc": "2.0", "method": "exit"},
 ]
 server = subprocess.run([sys.argv[1], "--lsp"], input=b"".join(frame(m) for m in messages),
@@ -56,4 +61,7 @@ while output:
         print(f"reply {message['id']}: {outcome}")
     else:
         print(f"{message['method']}: {len(message['params']['diagnostics'])} diagnostics")
+for line in server.stderr.decode().splitlines():
+    if "analysed in" in line:
+        print("log: " + line[line.index(sys.argv[2]):])
 print(f"exit {server.returncode}")
