@@ -10,7 +10,8 @@ For each program of test/corpus, side by side in one run, with the same flags:
 then `accel-rewrite --check` over the whole corpus with -j1 and -j2, cold and warm.
 
 Prints a Markdown table (docs/benchmarks.md holds the last one), writes --json, and plots
-time per file to --plot when matplotlib is installed (Debian: python3-matplotlib).
+time per file to --plot when matplotlib is installed (Debian: python3-matplotlib, for
+/usr/bin/python3); --replot draws the plot again from a --json file.
 
     python3 bench/rewrite_speed.py [--build build] [--json out.json] [--plot docs/rewrite-speed.png]
 """
@@ -79,7 +80,13 @@ def main():
     parser.add_argument("--plot", help="write a PNG of time per file here")
     parser.add_argument("--check-tidy", default="bugprone-use-after-move",
                         help="the one clang-tidy check (default: %(default)s)")
+    parser.add_argument("--replot", metavar="JSON",
+                        help="only plot (to --plot) the measurements of an earlier --json")
     opts = parser.parse_args()
+    if opts.replot:
+        with open(opts.replot) as f:
+            plot(json.load(f)["files"], opts.plot or "rewrite-speed.png")
+        return
     rewrite = os.path.join(opts.build, "bin", "accel-rewrite")
     if not os.access(rewrite, os.X_OK):
         sys.exit(f"rewrite_speed: no {rewrite}; run scripts/setup first")
@@ -177,7 +184,8 @@ def plot(rows, path):
     ax.set_xticklabels([r["file"].removesuffix(".cpp") for r in rows], rotation=30, ha="right")
     ax.set_ylabel("seconds per file")
     ax.set_title("accel-rewrite on the corpus programs (LibTorch 2.13 headers, 2 cores)")
-    ax.legend()
+    ax.set_ylim(0, 1.3 * max(max(r[key] for key, _ in series) for r in rows))
+    ax.legend(ncol=4, loc="upper center")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"rewrite_speed: plot written to {path}", file=sys.stderr)

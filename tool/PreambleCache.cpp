@@ -76,6 +76,9 @@ std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef 
   Flags.getCodeGenOpts().DebugCompilationDir.clear();
   Flags.getCodeGenOpts().CoverageCompilationDir.clear();
   Flags.getDependencyOutputOpts() = clang::DependencyOutputOptions();
+  // The driver adds these only when stderr is a terminal; they change no declaration.
+  Flags.getDiagnosticOpts().ShowColors = false;
+  Flags.getDiagnosticOpts().MessageLength = 0;
   std::string Key;
   llvm::raw_string_ostream Out(Key);
   Out << FormatVersion << '\0' << clang::getClangFullRepositoryVersion() << '\0';
