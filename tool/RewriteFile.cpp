@@ -293,8 +293,9 @@ private:
   std::vector<clang::Decl *> TopLevel;
 };
 
-/// Runs Sema over the whole translation unit (so template instantiation errors count, as
-/// in a real build), runs the rules over its AST and rewrites the main file.
+/// Runs Sema over the whole translation unit (so the main file's template instantiation
+/// errors count, as in a real build; a cached preamble has skipped header function bodies),
+/// runs the rules over its AST and rewrites the main file.
 class RewriteAction : public clang::ASTFrontendAction {
 public:
   RewriteAction(llvm::ArrayRef<RuleInfo> Rules, FileRewrite &Result)
