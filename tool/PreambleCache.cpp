@@ -5,7 +5,9 @@
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendActions.h"
 #include "clang/Frontend/Utils.h"
+#include "clang/Lex/Preprocessor.h"
 #include "clang/Lex/PreprocessorOptions.h"
+#include "clang/Tooling/Tooling.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/Endian.h"
@@ -105,6 +107,33 @@ std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef 
 /// The headers the PCH build opened (system headers too).
 class HeaderCollector : public clang::DependencyCollector {
   bool needSystemDependencies() override { return true; }
+};
+
+/// Builds the PCH, recording every header the preprocessor opens.
+class PchBuilder : public clang::tooling::FrontendActionFactory {
+public:
+  explicit PchBuilder(std::shared_ptr<HeaderCollector> Headers) : Headers(std::move(Headers)) {}
+
+  std::unique_ptr<clang::FrontendAction> create() override {
+    return std::make_unique<Action>(Headers);
+  }
+
+private:
+  class Action : public clang::GeneratePCHAction {
+  public:
+    explicit Action(std::shared_ptr<HeaderCollector> Headers) : Headers(std::move(Headers)) {}
+
+  protected:
+    bool BeginSourceFileAction(clang::CompilerInstance &Compiler) override {
+      Headers->attachToPreprocessor(Compiler.getPreprocessor());
+      return GeneratePCHAction::BeginSourceFileAction(Compiler);
+    }
+
+  private:
+    std::shared_ptr<HeaderCollector> Headers;
+  };
+
+  std::shared_ptr<HeaderCollector> Headers;
 };
 
 /// Which dependency changed since Built was made, in words; empty when none did.
@@ -404,16 +433,14 @@ PreambleCache::build(const clang::CompilerInvocation &Invocation, llvm::StringRe
     Overlay->setCurrentWorkingDirectory(*WorkingDir);
   }
 
-  clang::CompilerInstance Compiler(PchInvocation, std::move(Ops));
-  Compiler.setVirtualFileSystem(Overlay);
-  Compiler.createFileManager();
-  clang::IgnoringDiagConsumer Quiet; // The parse without the preamble reports any error.
-  Compiler.createDiagnostics(&Quiet, /*ShouldOwnClient=*/false);
-  Compiler.createSourceManager();
+  // Through tooling's runInvocation, as the parse itself: the API LLVM 19 to 22 share.
   auto Headers = std::make_shared<HeaderCollector>();
-  Compiler.addDependencyCollector(Headers);
-  clang::GeneratePCHAction Action;
-  if (!Compiler.ExecuteAction(Action) || Compiler.getDiagnostics().hasErrorOccurred()) {
+  PchBuilder Builder(Headers);
+  auto Files =
+      llvm::makeIntrusiveRefCnt<clang::FileManager>(PchInvocation->getFileSystemOpts(), Overlay);
+  clang::DiagnosticConsumer Counter; // Counts; the parse without a preamble reports errors.
+  if (!Builder.runInvocation(PchInvocation, Files.get(), std::move(Ops), &Counter) ||
+      Counter.getNumErrors() != 0) {
     Note = "not cached: the preamble does not compile on its own";
     return nullptr;
   }
