@@ -110,11 +110,20 @@ void GradientSync::start_backward_locked() {
   });
 }
 
+bool GradientSync::lives_in_bucket(const torch::Tensor &grad, const Slot &slot) const {
+  const auto &flat = buckets_[slot.bucket].flat;
+  return grad.defined() && grad.is_alias_of(flat) &&
+         grad.storage_offset() == flat.storage_offset() + slot.offset && grad.is_contiguous();
+}
+
 void GradientSync::copy_into_bucket(Slot &slot) {
   auto &bucket = buckets_[slot.bucket];
   auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
   const auto &grad = slot.parameter.grad();
-  if (grad.defined()) {
+  if (lives_in_bucket(grad, slot)) {
+    // Accumulated in place since the last sync (zero_grad without set_to_none, or steps
+    // without sync): already where the all-reduce reads it.
+  } else if (grad.defined()) {
     view.copy_(grad.reshape({-1}));
   } else {
     view.zero_();
@@ -182,12 +191,16 @@ void GradientSync::finalize() {
       if (!used[slot.position]) {
         continue;
       }
-      auto averaged = bucket.flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
+      // The average becomes the gradient where it lies, in the bucket: no copy back (for a
+      // 21 MB model, one memcpy a step). The tensor shares the bucket's storage without being an
+      // autograd view, so the optimizer's zero_grad (detach_, zero_ or reset) works on it.
       auto &grad = slot.parameter.mutable_grad();
-      if (grad.defined()) {
-        grad.copy_(averaged);
-      } else {
-        grad = averaged.clone();
+      if (!lives_in_bucket(grad, slot)) {
+        torch::NoGradGuard no_grad;
+        const auto shaped = bucket.flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
+        grad = torch::empty({0}, bucket.flat.options())
+                   .set_(bucket.flat.storage(), shaped.storage_offset(), shaped.sizes(),
+                         shaped.strides());
       }
     }
   }

@@ -1,6 +1,7 @@
 // DDP-grade gradient synchronisation for one model: gradients are packed into buckets as
 // autograd produces them, each full bucket's all-reduce starts at once (while backward still
-// runs), and everything is waited for and written back when backward ends.
+// runs), and everything is waited for when backward ends; the averages stay in the buckets,
+// which .grad then shares.
 #pragma once
 
 #include "process_group.h"
@@ -68,6 +69,8 @@ private:
   void on_gradient_ready(size_t slot);
   void launch_ready_buckets();
   void copy_into_bucket(Slot &slot);
+  /// Whether grad is the slot's own part of its bucket (what finalize leaves in .grad).
+  bool lives_in_bucket(const torch::Tensor &grad, const Slot &slot) const;
   void start_backward_locked();
 
   std::shared_ptr<ProcessGroup> group_;

@@ -209,6 +209,40 @@ TEST(Accelerator, ParametersWithoutAGradientOnSomeProcessesStillSync) {
   EXPECT_TRUE(all_succeeded(results));
 }
 
+// The averages stay in the buckets and .grad shares them (no copy back). Whatever the
+// optimizer's zero_grad does to such a gradient (reset it, or detach_ and zero_ it in place),
+// the next step's gradients are still the averages of that step's local gradients.
+TEST(Accelerator, GradientsSharedWithTheBucketsSurviveZeroGradBothWays) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    accelerate::Accelerator accelerator;
+    Net model;
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    accelerator.prepare(model, optimizer);
+    Net reference; // the same state, never prepared: its gradients stay local
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < model->parameters().size(); ++i) {
+        reference->parameters()[i].copy_(model->parameters()[i]);
+      }
+      reference->offset.copy_(model->offset);
+    }
+    for (bool set_to_none : {true, false, false, true}) {
+      optimizer.zero_grad(set_to_none);
+      reference->zero_grad();
+      auto x = torch::randn({4, 8}) * (peer.rank + 1);
+      accelerator.backward(model->forward(x).pow(2).sum());
+      reference->forward(x).pow(2).sum().backward();
+      for (size_t i = 0; i < model->parameters().size(); ++i) {
+        const auto &grad = model->parameters()[i].grad();
+        const auto expected = accelerator.reduce(reference->parameters()[i].grad(), "mean");
+        EXPECT_TRUE(torch::allclose(grad, expected, 1e-5, 1e-6))
+            << "parameter " << i << " after zero_grad(" << set_to_none << ")";
+      }
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 TEST(Accelerator, ParametersNoProcessUsedKeepNoGradient) {
   auto results = run_in_processes(2, [](const Peer &) {
     accelerate::Accelerator accelerator;
