@@ -32,14 +32,21 @@ std::vector<std::string> launch(std::vector<std::string> args) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
+/// Shell words that make a worker write its pid to DIR/$RANK.pid, whole or not at all (a
+/// worker stopped mid-write must not leave an empty file: pid 0 would be "alive" forever).
+std::string write_pid(const std::string &dir) {
+  return "echo $$ > " + dir + "/$RANK.tmp && mv " + dir + "/$RANK.tmp " + dir + "/$RANK.pid";
+}
+
 std::vector<pid_t> read_pids(const std::string &dir) {
   std::vector<pid_t> pids;
   for (const auto &entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".pid") {
       std::ifstream in(entry.path());
       pid_t pid = 0;
-      in >> pid;
-      pids.push_back(pid);
+      if (in >> pid && pid > 0) {
+        pids.push_back(pid);
+      }
     }
   }
   return pids;
@@ -104,9 +111,8 @@ TEST(Launch, AFailingWorkerStopsTheOthersAndIsNamed) {
   const auto start = std::chrono::steady_clock::now();
   const auto result =
       run_command(launch({"--num_processes", "2", "/bin/sh", "-c",
-                          "echo $$ > " + dir +
-                              "/$RANK.pid; if [ $RANK = 1 ]; then echo 'out of cheese' >&2; "
-                              "exit 3; fi; exec sleep 300"}),
+                          write_pid(dir) + "; if [ $RANK = 1 ]; then echo 'out of cheese' >&2; "
+                                           "exit 3; fi; exec sleep 300"}),
                   kIsolated);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);
   EXPECT_EQ(result.exit_code, 1);
@@ -122,8 +128,8 @@ TEST(Launch, AFailingWorkerStopsTheOthersAndIsNamed) {
 TEST(Launch, SignalsToTheLauncherReachEveryWorker) {
   const auto dir = accel_test::make_temp_dir("signal");
   accelerate::launch::WorkerSpec spec;
-  spec.argv = launch(
-      {"--num_processes", "2", "/bin/sh", "-c", "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.argv =
+      launch({"--num_processes", "2", "/bin/sh", "-c", write_pid(dir) + "; exec sleep 300"});
   spec.env = kIsolated;
   spec.capture_output = true;
   std::string err;
@@ -146,8 +152,8 @@ TEST(Launch, SignalsToTheLauncherReachEveryWorker) {
 TEST(Launch, NoWorkerOutlivesAKilledLauncher) {
   const auto dir = accel_test::make_temp_dir("kill");
   accelerate::launch::WorkerSpec spec;
-  spec.argv = launch(
-      {"--num_processes", "2", "/bin/sh", "-c", "echo $$ > " + dir + "/$RANK.pid; exec sleep 300"});
+  spec.argv =
+      launch({"--num_processes", "2", "/bin/sh", "-c", write_pid(dir) + "; exec sleep 300"});
   spec.env = kIsolated;
   spec.capture_output = true;
   accelerate::launch::WorkerGroup launcher({spec});
