@@ -7,6 +7,7 @@
 
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace accelerate::detail {
 
@@ -116,19 +117,57 @@ bool GradientSync::lives_in_bucket(const torch::Tensor &grad, const Slot &slot) 
          grad.storage_offset() == flat.storage_offset() + slot.offset && grad.is_contiguous();
 }
 
-void GradientSync::copy_into_bucket(Slot &slot) {
+torch::Tensor GradientSync::bucket_alias(const Slot &slot) const {
+  const auto &flat = buckets_[slot.bucket].flat;
+  const auto shaped = flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
+  // set_ rather than the view itself: a view's .grad makes LibTorch's zero_grad fail (detach_).
+  torch::NoGradGuard no_grad;
+  return torch::empty({0}, flat.options())
+      .set_(flat.storage(), shaped.storage_offset(), shaped.sizes(), shaped.strides());
+}
+
+void GradientSync::prepare_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!enabled_ || in_backward_) {
+    return;
+  }
+  for (auto &slot : slots_) {
+    auto &grad = slot.parameter.mutable_grad();
+    if (!grad.defined()) {
+      buckets_[slot.bucket].flat.narrow(0, slot.offset, slot.numel).zero_();
+      grad = bucket_alias(slot);
+      slot.preassigned = true;
+    }
+  }
+}
+
+void GradientSync::after_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (in_backward_) {
+    return; // finalize has not run yet (a backward this sync did not see the end of)
+  }
+  // A backward that reached none of this model's parameters never started a sync: the
+  // gradients put in place for it go, as if it had never been prepared for.
+  for (auto &slot : slots_) {
+    if (slot.preassigned) {
+      slot.parameter.mutable_grad().reset();
+      slot.preassigned = false;
+    }
+  }
+}
+
+void GradientSync::copy_into_bucket(Slot &slot, bool reached) {
   auto &bucket = buckets_[slot.bucket];
   auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
   const auto &grad = slot.parameter.grad();
-  if (lives_in_bucket(grad, slot)) {
-    // Accumulated in place since the last sync (zero_grad without set_to_none, or steps
-    // without sync): already where the all-reduce reads it.
-  } else if (grad.defined()) {
-    view.copy_(grad.reshape({-1}));
-  } else {
+  // A gradient put in place by prepare_backward that autograd never reached is no gradient.
+  const bool has_gradient = grad.defined() && (reached || !slot.preassigned);
+  if (!has_gradient) {
     view.zero_();
-  }
-  bucket.flat[bucket.flags_offset + slot.position].fill_(grad.defined() ? 1.0 : 0.0);
+  } else if (!lives_in_bucket(grad, slot)) {
+    view.copy_(grad.reshape({-1}));
+  } // else autograd accumulated it in place: already where the all-reduce reads it.
+  bucket.flat[bucket.flags_offset + slot.position].fill_(has_gradient ? 1.0 : 0.0);
   slot.ready = true;
   --bucket.pending;
 }
@@ -145,7 +184,7 @@ void GradientSync::on_gradient_ready(size_t index) {
     return;
   }
   events_.push_back({Event::GradientReady, index});
-  copy_into_bucket(slots_[index]);
+  copy_into_bucket(slots_[index], /*reached=*/true);
   launch_ready_buckets();
 }
 
@@ -171,7 +210,7 @@ void GradientSync::finalize() {
   // Parameters autograd never reached in this step still take part, with what they have.
   for (auto &slot : slots_) {
     if (!slot.ready) {
-      copy_into_bucket(slot);
+      copy_into_bucket(slot, /*reached=*/false);
     }
   }
   launch_ready_buckets();
@@ -188,7 +227,11 @@ void GradientSync::finalize() {
     for (size_t index : bucket.slots) {
       auto &slot = slots_[index];
       slot.ready = false;
+      const bool preassigned = std::exchange(slot.preassigned, false);
       if (!used[slot.position]) {
+        if (preassigned) {
+          slot.parameter.mutable_grad().reset(); // no process used it: no gradient, as before
+        }
         continue;
       }
       // The average becomes the gradient where it lies, in the bucket: no copy back (for a
@@ -196,11 +239,7 @@ void GradientSync::finalize() {
       // autograd view, so the optimizer's zero_grad (detach_, zero_ or reset) works on it.
       auto &grad = slot.parameter.mutable_grad();
       if (!lives_in_bucket(grad, slot)) {
-        torch::NoGradGuard no_grad;
-        const auto shaped = bucket.flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
-        grad = torch::empty({0}, bucket.flat.options())
-                   .set_(bucket.flat.storage(), shaped.storage_offset(), shaped.sizes(),
-                         shaped.strides());
+        grad = bucket_alias(slot);
       }
     }
   }

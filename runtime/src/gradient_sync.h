@@ -34,6 +34,13 @@ public:
                                               const std::vector<torch::Tensor> &parameters,
                                               Limits limits);
 
+  /// Before a backward that synchronises (Accelerator::backward): parameters without a
+  /// gradient get their part of the bucket, zeroed, as .grad, so that autograd accumulates
+  /// straight into the bucket (no fresh allocation, no copy in). after_backward() takes them
+  /// back from a model the backward did not reach.
+  void prepare_backward();
+  void after_backward();
+
   /// When disabled (accumulation steps that do not sync) gradients stay local.
   void set_enabled(bool enabled);
   bool enabled() const;
@@ -54,6 +61,7 @@ private:
     int64_t numel;
     int64_t position; ///< index within its bucket
     bool ready = false;
+    bool preassigned = false; ///< .grad was put in place by prepare_backward this step
   };
   struct Bucket {
     torch::Tensor flat;
@@ -68,7 +76,8 @@ private:
   void install_hooks();
   void on_gradient_ready(size_t slot);
   void launch_ready_buckets();
-  void copy_into_bucket(Slot &slot);
+  void copy_into_bucket(Slot &slot, bool reached);
+  torch::Tensor bucket_alias(const Slot &slot) const;
   /// Whether grad is the slot's own part of its bucket (what finalize leaves in .grad).
   bool lives_in_bucket(const torch::Tensor &grad, const Slot &slot) const;
   void start_backward_locked();

@@ -243,6 +243,24 @@ TEST(Accelerator, GradientsSharedWithTheBucketsSurviveZeroGradBothWays) {
   EXPECT_TRUE(all_succeeded(results));
 }
 
+// accelerator.backward puts zeroed bucket memory in place as .grad before autograd runs; a
+// prepared model the backward never reaches must end without gradients all the same.
+TEST(Accelerator, AModelTheBackwardDoesNotReachKeepsNoGradient) {
+  auto results = run_in_processes(2, [](const Peer &) {
+    accelerate::Accelerator accelerator;
+    Net used, unused;
+    accelerator.prepare(used, unused);
+    accelerator.backward(used->forward(torch::ones({2, 8})).sum());
+    for (const auto &p : unused->parameters()) {
+      EXPECT_FALSE(p.grad().defined());
+    }
+    for (const auto &p : used->parameters()) {
+      EXPECT_TRUE(p.grad().defined());
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 TEST(Accelerator, ParametersNoProcessUsedKeepNoGradient) {
   auto results = run_in_processes(2, [](const Peer &) {
     accelerate::Accelerator accelerator;
