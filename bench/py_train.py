@@ -79,6 +79,10 @@ def main():
             "steps": args.steps, "params": sum(p.numel() for p in model.parameters()),
             "seconds": round(elapsed, 4), "steps_per_s": round(args.steps / elapsed, 3),
             "loss": round(last_loss, 4)}), flush=True)
+    # An orderly shutdown (outside the timed region): left to interpreter exit, Gloo's threads
+    # sometimes abort the process ("terminate called without an active exception").
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
