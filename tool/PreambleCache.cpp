@@ -69,7 +69,8 @@ std::string directiveTokens(llvm::StringRef Preamble, const clang::LangOptions &
 /// (those are checked on each use, see changedDependency): the directives, the compile
 /// flags, this clang, and the directories relative names are looked up in.
 std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef PreambleText,
-                   llvm::StringRef MainFile, llvm::vfs::FileSystem &FS) {
+                   llvm::StringRef Directives, llvm::StringRef MainFile,
+                   llvm::vfs::FileSystem &FS) {
   clang::CompilerInvocation Flags(Invocation);
   // What names this one file, and what only code generation reads.
   Flags.getFrontendOpts().Inputs.clear();
@@ -87,7 +88,7 @@ std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef 
   for (const std::string &Arg : Flags.getCC1CommandLine()) {
     Out << Arg << '\0';
   }
-  Out << directiveTokens(PreambleText, Invocation.getLangOpts()) << '\0';
+  Out << Directives << '\0';
   // "file.h" is looked up next to the including file first.
   if (PreambleText.contains('"')) {
     Out << llvm::sys::path::parent_path(MainFile) << '\0';
@@ -308,13 +309,14 @@ PreambleCache::get(const clang::CompilerInvocation &Invocation, llvm::StringRef 
     return nullptr;
   }
   llvm::StringRef PreambleText = MainText.take_front(Bounds.Size);
-  if (directiveTokens(PreambleText, Invocation.getLangOpts()).empty()) {
+  const std::string Directives = directiveTokens(PreambleText, Invocation.getLangOpts());
+  if (Directives.empty()) {
     Note = "no preamble";
     return nullptr; // Comments only.
   }
   llvm::SmallString<256> MainFile(Frontend.Inputs[0].getFile());
   FS->makeAbsolute(MainFile);
-  std::string Key = keyFor(Invocation, PreambleText, MainFile, *FS);
+  std::string Key = keyFor(Invocation, PreambleText, Directives, MainFile, *FS);
 
   Slot *Entry;
   {
