@@ -54,6 +54,9 @@ Options resolve(Options options) {
     throw std::invalid_argument("accelerate: gradient_accumulation_steps must be at least 1 "
                                 "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
   }
+  if (!options.shared_memory) {
+    options.shared_memory = truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
+  }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
   }
@@ -120,6 +123,7 @@ shared_group(const ProcessInfo &info, const torch::Device &device, const Options
   detail::ProcessGroupOptions group_options;
   group_options.backend = options.backend.empty() ? "auto" : options.backend;
   group_options.timeout = *options.timeout;
+  group_options.shared_memory = *options.shared_memory;
   auto group = detail::ProcessGroup::connect(info, device.type(), group_options);
   current = group;
   return group;

@@ -10,6 +10,13 @@
 #include <utility>
 
 namespace accelerate::detail {
+namespace {
+
+std::string bucket_text(size_t bucket) {
+  return "gradient all-reduce of bucket " + std::to_string(bucket);
+}
+
+} // namespace
 
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
@@ -195,9 +202,19 @@ void GradientSync::launch_ready_buckets() {
          buckets_[next_bucket_to_launch_].pending == 0) {
     auto &bucket = buckets_[next_bucket_to_launch_];
     bucket.flat.mul_(scale); // average: pre-divided, as DDP does, to keep sums in range
-    std::vector<at::Tensor> tensors{bucket.flat};
-    bucket.work = group_->backend().allreduce(tensors);
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
+    if (auto *shared_memory = group_->shared_memory(); shared_memory && bucket.flat.is_cpu()) {
+      // Done here and now: on the CPU the sum is memory copies the cores would do anyway,
+      // so there is nothing to overlap it with.
+      try {
+        shared_memory->sum(bucket.flat);
+      } catch (const std::exception &error) {
+        throw group_->failure(bucket_text(next_bucket_to_launch_), error);
+      }
+    } else {
+      std::vector<at::Tensor> tensors{bucket.flat};
+      bucket.work = group_->backend().allreduce(tensors);
+    }
     ++next_bucket_to_launch_;
   }
 }
@@ -218,8 +235,10 @@ void GradientSync::finalize() {
   next_bucket_to_launch_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     auto &bucket = buckets_[b];
-    group_->wait(bucket.work, "gradient all-reduce of bucket " + std::to_string(b));
-    bucket.work.reset();
+    if (bucket.work) {
+      group_->wait(bucket.work, bucket_text(b));
+      bucket.work.reset();
+    }
     bucket.pending = bucket.slots.size();
     const auto used_tensor =
         bucket.flat.narrow(0, bucket.flags_offset, bucket.slots.size()).gt(0).to(torch::kCPU);

@@ -22,12 +22,6 @@ std::string address_of(const ProcessInfo &info) {
   return info.master_addr + ":" + std::to_string(info.master_port);
 }
 
-std::string seconds_text(std::chrono::milliseconds timeout) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(timeout.count()) / 1000.0);
-  return text;
-}
-
 c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo &info,
                                            std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
@@ -127,6 +121,12 @@ c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store
 
 } // namespace
 
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(timeout.count()) / 1000.0);
+  return text;
+}
+
 std::string choose_backend(const std::string &requested, c10::DeviceType device) {
   std::string backend = requested;
   if (backend == "auto" || backend.empty()) {
@@ -168,6 +168,18 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
   if (!group->backend_) {
     group->backend_ = make_gloo(group->store_, info, options.timeout);
   }
+  // Every rank takes part in the decision, also one that will not use shared memory: the
+  // answer must be the same everywhere.
+  std::string refusal;
+  if (group->backend_name_ != "gloo" || device != c10::DeviceType::CPU) {
+    refusal = "trains on " + c10::DeviceTypeName(device) + " with " + group->backend_name_;
+  } else if (!options.shared_memory) {
+    refusal = "shared memory turned off (Options::shared_memory, ACCELERATE_SHARED_MEMORY)";
+  }
+  auto shm_store = c10::make_intrusive<c10d::PrefixStore>("accel/shm", store);
+  group->shared_memory_ =
+      SharedMemoryAllreduce::connect(*shm_store, info.rank, info.world_size, options.timeout,
+                                     refusal, &group->shared_memory_unused_);
   return group;
 }
 
@@ -175,10 +187,15 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::s
   try {
     work->wait(timeout_);
   } catch (const std::exception &error) {
-    throw std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
-                             " of " + std::to_string(size_) +
-                             " (a peer may have exited or timed out): " + error.what());
+    throw failure(what, error);
   }
+}
+
+std::runtime_error ProcessGroup::failure(const std::string &what,
+                                         const std::exception &error) const {
+  return std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
+                            " of " + std::to_string(size_) +
+                            " (a peer may have exited or timed out): " + error.what());
 }
 
 void ProcessGroup::barrier() {

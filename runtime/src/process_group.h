@@ -3,6 +3,7 @@
 #pragma once
 
 #include "accelerate/state.h"
+#include "shared_memory_allreduce.h"
 
 #include <c10/core/DeviceType.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace accelerate::detail {
@@ -19,6 +21,8 @@ struct ProcessGroupOptions {
   std::string backend = "auto";
   /// Rendezvous and collective timeout.
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /// Sum CPU gradients through shared memory when every process runs on this machine.
+  bool shared_memory = true;
 };
 
 class ProcessGroup {
@@ -35,9 +39,15 @@ public:
   std::chrono::milliseconds timeout() const { return timeout_; }
   c10d::Backend &backend() { return *backend_; }
   c10d::Store &store() { return *store_; }
+  /// The all-reduce for CPU gradients when all processes share this machine, else nullptr
+  /// (then shared_memory_unused_because() says why).
+  SharedMemoryAllreduce *shared_memory() const { return shared_memory_.get(); }
+  const std::string &shared_memory_unused_because() const { return shared_memory_unused_; }
 
   /// Waits for `work`, turning c10d's errors into one that says which collective failed.
   void wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const;
+  /// The error for a collective `what` that failed with `error`: which, where, why.
+  std::runtime_error failure(const std::string &what, const std::exception &error) const;
 
   void barrier();
 
@@ -50,7 +60,12 @@ private:
   std::chrono::milliseconds timeout_{0};
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
+  std::unique_ptr<SharedMemoryAllreduce> shared_memory_;
+  std::string shared_memory_unused_;
 };
+
+/// "12.5 s", for error messages.
+std::string seconds_text(std::chrono::milliseconds timeout);
 
 /// Resolves "auto" and checks that the backend was compiled in; throws otherwise.
 std::string choose_backend(const std::string &requested, c10::DeviceType device);

@@ -37,15 +37,18 @@ std::string result_path() {
 struct EquivalenceCase {
   OptimizerKind optimizer;
   SamplerKind sampler;
+  bool shared_memory; ///< gradients summed through shared memory (the default), else on Gloo
 };
 
 class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 
-template <typename Sampler> std::vector<torch::Tensor> run_equivalence(OptimizerKind optimizer) {
+template <typename Sampler>
+std::vector<torch::Tensor> run_equivalence(OptimizerKind optimizer, bool shared_memory) {
   constexpr size_t kBatch = 4;
   // Each process initialises its model from its own seed: prepare must replace that with
   // process 0's state. Process 0's seed is the baseline's, so that both draw the same shuffles.
   auto results = run_in_processes(2, [&](const Peer &peer) {
+    setenv("ACCELERATE_SHARED_MEMORY", shared_memory ? "true" : "false", 1);
     auto state = train_with_accelerator<Sampler>(optimizer, kBatch, 1000 + peer.rank);
     if (peer.rank == 0) {
       torch::save(state, result_path());
@@ -59,13 +62,14 @@ template <typename Sampler> std::vector<torch::Tensor> run_equivalence(Optimizer
 }
 
 TEST_P(Equivalence, TwoProcessesAtBatchBMatchOneProcessAtBatch2B) {
-  const auto [optimizer, sampler] = GetParam();
+  const auto [optimizer, sampler, shared_memory] = GetParam();
   std::vector<torch::Tensor> distributed, single;
   if (sampler == SamplerKind::Sequential) {
-    distributed = run_equivalence<torch::data::samplers::SequentialSampler>(optimizer);
+    distributed =
+        run_equivalence<torch::data::samplers::SequentialSampler>(optimizer, shared_memory);
     single = train_with_accelerator<torch::data::samplers::SequentialSampler>(optimizer, 8, 1000);
   } else {
-    distributed = run_equivalence<torch::data::samplers::RandomSampler>(optimizer);
+    distributed = run_equivalence<torch::data::samplers::RandomSampler>(optimizer, shared_memory);
     single = train_with_accelerator<torch::data::samplers::RandomSampler>(optimizer, 8, 1000);
   }
   EXPECT_TRUE(all_close(distributed, single, 1e-5, 1e-6));
@@ -76,13 +80,18 @@ TEST_P(Equivalence, TwoProcessesAtBatchBMatchOneProcessAtBatch2B) {
 
 INSTANTIATE_TEST_SUITE_P(
     Runtime, Equivalence,
-    ::testing::Values(EquivalenceCase{OptimizerKind::SGD, SamplerKind::Sequential},
-                      EquivalenceCase{OptimizerKind::SGD, SamplerKind::Random},
-                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Sequential},
-                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Random}),
+    ::testing::Values(EquivalenceCase{OptimizerKind::SGD, SamplerKind::Sequential, true},
+                      EquivalenceCase{OptimizerKind::SGD, SamplerKind::Random, true},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Sequential, true},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Random, true},
+                      EquivalenceCase{OptimizerKind::SGD, SamplerKind::Sequential, false},
+                      EquivalenceCase{OptimizerKind::SGD, SamplerKind::Random, false},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Sequential, false},
+                      EquivalenceCase{OptimizerKind::Adam, SamplerKind::Random, false}),
     [](const auto &info) {
       return std::string(info.param.optimizer == OptimizerKind::SGD ? "SGDMomentum" : "Adam") +
-             (info.param.sampler == SamplerKind::Sequential ? "Sequential" : "Random");
+             (info.param.sampler == SamplerKind::Sequential ? "Sequential" : "Random") +
+             (info.param.shared_memory ? "SharedMemory" : "Gloo");
     });
 
 TEST(Accelerator, WithoutALauncherItIsExactlyThePlainLoop) {

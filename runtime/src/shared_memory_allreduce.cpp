@@ -1,0 +1,411 @@
+#include "shared_memory_allreduce.h"
+
+#include "process_group.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#ifdef __linux__
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace accelerate::detail {
+
+// One cache line per rank, so that a rank announcing its progress does not disturb the lines
+// the others poll. `phase` is the futex word.
+struct alignas(64) SharedMemoryAllreduce::RankState {
+  std::atomic<uint32_t> phase;
+  std::atomic<uint32_t> waiters; ///< processes sleeping on `phase`: only then is a wake needed
+};
+
+namespace {
+
+// Segment layout: header, one RankState per rank, then (from a page boundary) one input area
+// per rank and the result area, piece_bytes each.
+struct Header {
+  uint64_t magic;
+  uint64_t nonce;
+  uint64_t size;
+  uint64_t piece_bytes;
+};
+constexpr uint64_t kMagic = 0x31756d732d636361; // "acc-smu1"
+constexpr size_t kStatesOffset = 64;
+static_assert(sizeof(Header) <= kStatesOffset);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+size_t data_offset(int size) {
+  const size_t end_of_states = kStatesOffset + 64 * static_cast<size_t>(size);
+  return (end_of_states + 4095) / 4096 * 4096;
+}
+
+size_t default_piece_bytes(int size) {
+  // About 32 MiB in all (containers often give /dev/shm 64 MiB), 256 KiB to 4 MiB per area.
+  const size_t share = (size_t{32} << 20) / static_cast<size_t>(size + 1);
+  const size_t bytes = std::clamp(share, size_t{256} << 10, size_t{4} << 20);
+  return bytes / 64 * 64; // every element size divides 64
+}
+
+bool reached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0; // counters wrap
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+#ifdef __linux__
+std::string first_line(const std::string &path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string link_target(const char *path) {
+  char target[256];
+  const ssize_t length = ::readlink(path, target, sizeof(target) - 1);
+  return length > 0 ? std::string(target, static_cast<size_t>(length)) : std::string();
+}
+
+// Processes that agree on this see one /dev/shm (checked again with the nonce) and each
+// other's pids, which is how a peer's exit is noticed.
+std::string machine_identity() {
+  std::string identity = first_line("/proc/sys/kernel/random/boot_id") + " " +
+                         link_target("/proc/self/ns/pid");
+  // Tests pretend to be on two machines with this.
+  if (const char *test = std::getenv("ACCELERATE_TEST_MACHINE_ID")) {
+    identity += std::string(" ") + test;
+  }
+  return identity;
+}
+
+bool process_exited(int pid) {
+  if (::kill(pid, 0) == -1 && errno == ESRCH) {
+    return true;
+  }
+  // A zombie (exited, not yet reaped by its parent) still answers kill(pid, 0).
+  const std::string stat = first_line("/proc/" + std::to_string(pid) + "/stat");
+  const auto end_of_name = stat.rfind(')');
+  if (end_of_name == std::string::npos || end_of_name + 2 >= stat.size()) {
+    return stat.empty();
+  }
+  const char state = stat[end_of_name + 2];
+  return state == 'Z' || state == 'X';
+}
+
+long futex(std::atomic<uint32_t> *word, int op, uint32_t value, const timespec *timeout) {
+  // Not FUTEX_PRIVATE: the word is shared between processes.
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), op, value, timeout, nullptr, 0);
+}
+
+std::string error_text(const std::string &what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// Maps a segment; nullptr and *why_not when it cannot.
+void *map_segment(int fd, size_t bytes, std::string *why_not) {
+  void *mapping = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) {
+    *why_not = error_text("mmap");
+    return nullptr;
+  }
+  return mapping;
+}
+
+// Rank 0: creates the segment with every page allocated up front (a full /dev/shm is an error
+// here rather than a SIGBUS in the middle of training). Returns the mapping or nullptr.
+void *create_segment(const std::string &name, size_t bytes, const Header &header,
+                     std::string *why_not) {
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    *why_not = error_text("shm_open(" + name + ")");
+    return nullptr;
+  }
+  void *mapping = nullptr;
+  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
+    errno = error;
+    *why_not = error_text("allocating " + std::to_string(bytes >> 20) + " MiB in /dev/shm");
+  } else {
+    mapping = map_segment(fd, bytes, why_not);
+  }
+  ::close(fd);
+  if (mapping == nullptr) {
+    ::shm_unlink(name.c_str());
+    return nullptr;
+  }
+  std::memcpy(mapping, &header, sizeof(header));
+  return mapping;
+}
+
+// The other ranks: maps the segment rank 0 made and checks that it is that segment.
+void *open_segment(const std::string &name, size_t bytes, const Header &expected,
+                   std::string *why_not) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) {
+    *why_not = error_text("shm_open(" + name + ")");
+    return nullptr;
+  }
+  struct stat info {};
+  void *mapping = nullptr;
+  if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) != bytes) {
+    *why_not = name + " does not have the expected size";
+  } else {
+    mapping = map_segment(fd, bytes, why_not);
+  }
+  ::close(fd);
+  if (mapping != nullptr && std::memcmp(mapping, &expected, sizeof(expected)) != 0) {
+    *why_not = name + " is not the segment rank 0 made (another /dev/shm?)";
+    ::munmap(mapping, bytes);
+    mapping = nullptr;
+  }
+  return mapping;
+}
+#endif
+
+std::string key(const std::string &name, int rank) { return name + "/" + std::to_string(rank); }
+
+} // namespace
+
+std::unique_ptr<SharedMemoryAllreduce>
+SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
+                               std::chrono::milliseconds timeout, const std::string &refusal,
+                               std::string *why_not, size_t piece_bytes) {
+#ifndef __linux__
+  (void)store, (void)rank, (void)size, (void)timeout, (void)refusal, (void)piece_bytes;
+  *why_not = "shared-memory all-reduce is implemented for Linux only";
+  return nullptr;
+#else
+  if (size < 2) {
+    *why_not = "one process";
+    return nullptr;
+  }
+  std::unique_ptr<SharedMemoryAllreduce> self(new SharedMemoryAllreduce());
+  self->rank_ = rank;
+  self->size_ = size;
+  self->timeout_ = timeout;
+  self->piece_bytes_ = piece_bytes != 0 ? piece_bytes / 64 * 64 : default_piece_bytes(size);
+  self->mapping_bytes_ = data_offset(size) + static_cast<size_t>(size + 1) * self->piece_bytes_;
+
+  // 1. Who is willing, and who runs where.
+  store.set(key("refusal", rank), "-" + refusal);
+  store.set(key("machine", rank), machine_identity());
+  store.set(key("pid", rank), std::to_string(::getpid()));
+  std::string problem; // the reason not to use shared memory, if any
+  std::vector<std::string> machines;
+  for (int peer = 0; peer < size; ++peer) {
+    const auto theirs = store.get_to_str(key("refusal", peer)).substr(1);
+    if (problem.empty() && !theirs.empty()) {
+      problem = "rank " + std::to_string(peer) + ": " + theirs;
+    }
+    machines.push_back(store.get_to_str(key("machine", peer)));
+    self->peer_pids_.push_back(std::stoi(store.get_to_str(key("pid", peer))));
+  }
+  for (int peer = 0; peer < size && problem.empty(); ++peer) {
+    if (machines[peer] != machines[0]) {
+      problem = "rank " + std::to_string(peer) + " runs on another machine than rank 0";
+    }
+  }
+
+  // 2. Rank 0 makes the segment and names it; the others map it.
+  std::random_device entropy;
+  Header header{kMagic, (uint64_t{entropy()} << 32) | entropy(), static_cast<uint64_t>(size),
+                self->piece_bytes_};
+  if (rank == 0) {
+    if (problem.empty()) {
+      self->name_ = "/accel-" + std::to_string(::getpid()) + "-" + std::to_string(header.nonce);
+      self->mapping_ = create_segment(self->name_, self->mapping_bytes_, header, &problem);
+    }
+    store.set("segment", problem.empty() ? self->name_ + " " + std::to_string(header.nonce)
+                                         : "-" + problem);
+  } else {
+    const std::string segment = store.get_to_str("segment");
+    if (segment.rfind('-', 0) == 0) {
+      problem = segment.substr(1);
+    } else {
+      const auto space = segment.find(' ');
+      self->name_ = segment.substr(0, space);
+      header.nonce = std::stoull(segment.substr(space + 1));
+      self->mapping_ = open_segment(self->name_, self->mapping_bytes_, header, &problem);
+      if (!problem.empty()) {
+        problem = "rank " + std::to_string(rank) + ": " + problem;
+      }
+    }
+  }
+
+  // 3. One verdict for all: rank 0 collects every rank's answer, removes the name (each
+  // mapping keeps the memory; nothing is left in /dev/shm), then announces it.
+  store.set(key("mapped", rank), "-" + problem);
+  std::string verdict;
+  if (rank == 0) {
+    for (int peer = 0; peer < size && verdict.empty(); ++peer) {
+      verdict = store.get_to_str(key("mapped", peer)).substr(1);
+    }
+    if (self->mapping_ != nullptr) {
+      ::shm_unlink(self->name_.c_str());
+    }
+    store.set("verdict", "-" + verdict);
+  } else {
+    verdict = store.get_to_str("verdict").substr(1);
+  }
+  if (!verdict.empty()) {
+    *why_not = verdict;
+    return nullptr; // the destructor unmaps
+  }
+  return self;
+#endif
+}
+
+SharedMemoryAllreduce::~SharedMemoryAllreduce() {
+#ifdef __linux__
+  if (mapping_ != nullptr) {
+    ::munmap(mapping_, mapping_bytes_);
+  }
+#endif
+}
+
+SharedMemoryAllreduce::RankState &SharedMemoryAllreduce::state(int rank) const {
+  return *reinterpret_cast<RankState *>(static_cast<std::byte *>(mapping_) + kStatesOffset +
+                                        64 * static_cast<size_t>(rank));
+}
+
+std::byte *SharedMemoryAllreduce::input(int rank) const {
+  return static_cast<std::byte *>(mapping_) + data_offset(size_) +
+         static_cast<size_t>(rank) * piece_bytes_;
+}
+
+std::byte *SharedMemoryAllreduce::result() const { return input(size_); }
+
+void SharedMemoryAllreduce::sum(const at::Tensor &tensor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (broken_) {
+    throw std::runtime_error("shared-memory all-reduce: an earlier one failed on this process");
+  }
+  if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+    throw std::invalid_argument("shared-memory all-reduce: needs a contiguous CPU tensor");
+  }
+  auto *data = static_cast<std::byte *>(tensor.data_ptr());
+  const size_t bytes = tensor.numel() * tensor.element_size();
+  for (size_t done = 0; done < bytes; done += piece_bytes_) {
+    sum_piece(data + done, std::min(piece_bytes_, bytes - done), tensor);
+  }
+}
+
+void SharedMemoryAllreduce::sum_piece(std::byte *data, size_t bytes, const at::Tensor &like) {
+  // A reduce-scatter then an all-gather through the segment: every rank copies its piece in;
+  // rank r sums part r of all inputs (in rank order) into the result; every rank copies the
+  // result out. Two barriers; one buffer each suffices because a rank can only write its
+  // input for round n+1 after everyone has finished reading round n's (they announced round
+  // n's second phase only after their sums).
+  ++round_;
+  const uint32_t inputs_ready = 2 * round_ - 1;
+  const uint32_t sums_ready = 2 * round_;
+
+  std::memcpy(input(rank_), data, bytes);
+  publish(inputs_ready);
+  wait_for_all(inputs_ready);
+
+  const auto element = static_cast<size_t>(like.element_size());
+  const auto elements = static_cast<int64_t>(bytes / element);
+  const int64_t begin = elements * rank_ / size_;
+  const int64_t end = elements * (rank_ + 1) / size_;
+  if (end > begin) {
+    const auto options = like.options();
+    const auto part = [&](std::byte *area) {
+      return at::from_blob(area + begin * element, {end - begin}, options);
+    };
+    auto sum = part(result());
+    at::add_out(sum, part(input(0)), part(input(1)));
+    for (int peer = 2; peer < size_; ++peer) {
+      sum.add_(part(input(peer)));
+    }
+  }
+  publish(sums_ready);
+  wait_for_all(sums_ready);
+  std::memcpy(data, result(), bytes);
+}
+
+void SharedMemoryAllreduce::publish(uint32_t phase) {
+  auto &mine = state(rank_);
+  mine.phase.store(phase, std::memory_order_seq_cst);
+  // Paired with wait_for: a sleeper counts itself before re-reading phase, so either it sees
+  // the new phase or this sees it waiting.
+  if (mine.waiters.load(std::memory_order_seq_cst) != 0) {
+#ifdef __linux__
+    futex(&mine.phase, FUTEX_WAKE, INT_MAX, nullptr);
+#endif
+  }
+}
+
+void SharedMemoryAllreduce::wait_for_all(uint32_t phase) {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) {
+      wait_for(peer, phase);
+    }
+  }
+}
+
+void SharedMemoryAllreduce::wait_for(int peer, uint32_t phase) {
+  auto &theirs = state(peer);
+  // Peers usually arrive within microseconds: spin briefly before sleeping in the kernel.
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = start + std::chrono::microseconds(50);
+  for (int i = 0;; ++i) {
+    if (reached(theirs.phase.load(std::memory_order_acquire), phase)) {
+      return;
+    }
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > spin_until) {
+      break;
+    }
+    cpu_relax();
+  }
+#ifdef __linux__
+  const auto deadline = start + timeout_;
+  while (true) {
+    theirs.waiters.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = theirs.phase.load(std::memory_order_seq_cst);
+    if (!reached(seen, phase)) {
+      // Wake up now and then to notice a peer that is gone.
+      const timespec slice{0, 50 * 1000 * 1000};
+      futex(&theirs.phase, FUTEX_WAIT, seen, &slice);
+    }
+    theirs.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(theirs.phase.load(std::memory_order_acquire), phase)) {
+      return;
+    }
+    if (process_exited(peer_pids_[peer])) {
+      fail("process " + std::to_string(peer) + " (pid " + std::to_string(peer_pids_[peer]) +
+           ") exited before contributing its part");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("process " + std::to_string(peer) + " did not contribute its part within " +
+           seconds_text(timeout_));
+    }
+  }
+#endif
+}
+
+void SharedMemoryAllreduce::fail(const std::string &why) {
+  broken_ = true;
+  throw std::runtime_error("shared-memory all-reduce: " + why);
+}
+
+} // namespace accelerate::detail

@@ -1,0 +1,72 @@
+// The gradient all-reduce for processes that share one machine: a sum through a shared-memory
+// segment, two barriers and a few memory copies per piece, instead of Gloo's loopback TCP and
+// its thread hand-offs (about 2 ms for 340 KB on 2 cores; see docs/design.md). Linux only.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace accelerate::detail {
+
+class SharedMemoryAllreduce {
+public:
+  /// Every rank calls this, with the same store: rank 0 makes the segment, the others map it,
+  /// and the name is removed from /dev/shm before anyone returns. Every rank gets the same
+  /// answer: an all-reduce when no rank refuses (`refusal` non-empty says why this one does),
+  /// all run on one machine (same boot, same PID namespace, the same /dev/shm) and the segment
+  /// could be made; otherwise nullptr and *why_not says why.
+  /// `piece_bytes` (0: chosen from the world size) is how much one round carries.
+  static std::unique_ptr<SharedMemoryAllreduce> connect(c10d::Store &store, int rank, int size,
+                                                        std::chrono::milliseconds timeout,
+                                                        const std::string &refusal,
+                                                        std::string *why_not,
+                                                        size_t piece_bytes = 0);
+  ~SharedMemoryAllreduce();
+  SharedMemoryAllreduce(const SharedMemoryAllreduce &) = delete;
+  SharedMemoryAllreduce &operator=(const SharedMemoryAllreduce &) = delete;
+
+  /// Replaces `tensor` (CPU, contiguous, any dtype ATen can add) by its sum over the processes,
+  /// summed in rank order, so every process gets the same bits. Blocks until every process has
+  /// contributed. Throws std::runtime_error when a peer exits first or the timeout passes; the
+  /// object is unusable after that.
+  void sum(const at::Tensor &tensor);
+
+  size_t piece_bytes() const { return piece_bytes_; }
+  /// The name the segment had in /dev/shm (removed there once every rank had mapped it).
+  const std::string &segment_name() const { return name_; }
+
+private:
+  struct RankState;
+  SharedMemoryAllreduce() = default;
+  void sum_piece(std::byte *data, size_t bytes, const at::Tensor &like);
+  void publish(uint32_t phase);
+  void wait_for_all(uint32_t phase);
+  void wait_for(int peer, uint32_t phase);
+  [[noreturn]] void fail(const std::string &why);
+  RankState &state(int rank) const;
+  std::byte *input(int rank) const;
+  std::byte *result() const;
+
+  int rank_ = 0;
+  int size_ = 1;
+  std::chrono::milliseconds timeout_{0};
+  std::vector<int> peer_pids_;
+  std::string name_;
+  void *mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
+  size_t piece_bytes_ = 0;
+  uint32_t round_ = 0;
+  bool broken_ = false;
+  std::mutex mutex_; ///< one sum at a time: the rounds of two would interleave
+
+};
+
+} // namespace accelerate::detail

@@ -1,0 +1,184 @@
+// The shared-memory gradient all-reduce: real processes on one machine, the segment they map,
+// the same sums as Gloo, and loud failures instead of hangs.
+#include "multiprocess.h"
+#include "process_group.h"
+#include "runtime.h"
+#include "shared_memory_allreduce.h"
+
+#include <accelerate/accelerate.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace {
+
+using namespace std::chrono_literals;
+using accelerate::detail::ProcessGroup;
+using accelerate::detail::ProcessGroupOptions;
+using accelerate::detail::SharedMemoryAllreduce;
+
+std::shared_ptr<ProcessGroup> connect(std::chrono::milliseconds timeout = 30s,
+                                      bool shared_memory = true) {
+  ProcessGroupOptions options;
+  options.timeout = timeout;
+  options.shared_memory = shared_memory;
+  return ProcessGroup::connect(accelerate::detect_process_info(), c10::DeviceType::CPU, options);
+}
+
+// What rank `rank` contributes: different on every rank, not integers (so the order of the
+// additions shows in the bits).
+torch::Tensor contribution(int rank, int64_t numel, torch::ScalarType dtype) {
+  auto generator = at::detail::createCPUGenerator(100 + rank);
+  return (torch::randn({numel}, generator, torch::kDouble) * 1000).to(dtype);
+}
+
+TEST(SharedMemory, SumsEveryDtypeAndSizeAsGlooDoes) {
+  // Three processes so that parts differ in size and the sum has more than two terms; a small
+  // piece so that tensors take several rounds.
+  auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    std::string why_not;
+    // A second segment, beside the group's, with pieces of 4 KiB.
+    c10d::PrefixStore store("test/shm",
+                            c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
+    auto shm = SharedMemoryAllreduce::connect(store, peer.rank, 3, 30s, "", &why_not, 4096);
+    ASSERT_TRUE(shm) << why_not;
+    EXPECT_EQ(shm->piece_bytes(), 4096u);
+    for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kLong}) {
+      // 0 and 1 element (parts of ranks without elements), odd sizes, one piece exactly, and
+      // 2.5 pieces.
+      const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+      for (int64_t numel : std::vector<int64_t>{0, 1, 7, 1023, 4096 / element, 10000 / element}) {
+        auto mine = contribution(peer.rank, numel, dtype);
+        auto expected = contribution(0, numel, dtype) + contribution(1, numel, dtype);
+        expected += contribution(2, numel, dtype);
+        shm->sum(mine);
+        EXPECT_TRUE(torch::equal(mine, expected))
+            << c10::toString(dtype) << " numel " << numel << " on rank " << peer.rank;
+        // Gloo sums the same contributions to the same values, up to the rounding of its own
+        // order of additions (a few units in the last place of 16-bit types at ~1000).
+        std::vector<at::Tensor> gloo{contribution(peer.rank, numel, dtype)};
+        group->wait(group->backend().allreduce(gloo), "all-reduce");
+        const double atol = c10::elementSize(dtype) == 2 ? 64 : 1e-2;
+        EXPECT_TRUE(torch::allclose(gloo[0].to(torch::kDouble), mine.to(torch::kDouble), 0, atol))
+            << c10::toString(dtype) << " numel " << numel;
+      }
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, TheGroupUsesItOnOneMachineAndLeavesNothingInDevShm) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    const auto name = group->shared_memory()->segment_name();
+    EXPECT_EQ(name.rfind("/accel-", 0), 0u) << name;
+    // Rank 0 removed the name once both had mapped it: a crash leaves nothing behind.
+    EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << name;
+    auto mine = torch::full({5}, static_cast<float>(peer.rank + 1));
+    group->shared_memory()->sum(mine);
+    EXPECT_TRUE(torch::equal(mine, torch::full({5}, 3.f)));
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, ProcessesOnDifferentMachinesUseGloo) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    // Rank 1 pretends to be elsewhere: both must decide against shared memory, together.
+    if (peer.rank == 1) {
+      setenv("ACCELERATE_TEST_MACHINE_ID", "elsewhere", 1);
+    }
+    auto group = connect();
+    EXPECT_EQ(group->shared_memory(), nullptr);
+    EXPECT_EQ(group->shared_memory_unused_because(),
+              "rank 1 runs on another machine than rank 0");
+    group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, OneProcessTurningItOffTurnsItOffForAll) {
+  // Through the Accelerator: rank 1's environment says no; rank 0 would. Neither may wait for
+  // the other's segment.
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    if (peer.rank == 1) {
+      setenv("ACCELERATE_SHARED_MEMORY", "false", 1);
+    }
+    accelerate::Options options;
+    options.timeout = 20s;
+    accelerate::Accelerator accelerator(options);
+    const auto &group = *accelerator.runtime().group;
+    EXPECT_EQ(group.shared_memory(), nullptr);
+    EXPECT_EQ(group.shared_memory_unused_because(),
+              "rank 1: shared memory turned off (Options::shared_memory, "
+              "ACCELERATE_SHARED_MEMORY)");
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, TheAcceleratorUsesItByDefault) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    accelerate::Accelerator accelerator;
+    const auto &group = *accelerator.runtime().group;
+    EXPECT_NE(group.shared_memory(), nullptr) << group.shared_memory_unused_because();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, APeerThatExitsIsNamedWithinMoments) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect(60s);
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    group->barrier();
+    if (peer.rank == 1) {
+      std::_Exit(0); // gone without a word, like a crash
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto mine = torch::ones({100});
+    try {
+      group->shared_memory()->sum(mine);
+      ADD_FAILURE() << "a sum without its peer must fail";
+    } catch (const std::runtime_error &error) {
+      EXPECT_NE(std::string(error.what()).find("process 1 (pid "), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string(error.what()).find("exited before contributing"), std::string::npos)
+          << error.what();
+    }
+    // Noticed by the peer check, long before the 60 s timeout.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+    EXPECT_THROW(group->shared_memory()->sum(mine), std::runtime_error) << "stays failed";
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+  EXPECT_FALSE(results[0].exit.stopped_by_group) << "rank 0 hung: " << results[0].output;
+}
+
+TEST(SharedMemory, APeerThatNeverComesTimesOut) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect(2s);
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    if (peer.rank == 0) {
+      auto mine = torch::ones({100});
+      try {
+        group->shared_memory()->sum(mine);
+        ADD_FAILURE() << "a sum its peer never joins must fail";
+      } catch (const std::runtime_error &error) {
+        EXPECT_NE(std::string(error.what()).find("process 1 did not contribute its part within 2.0 s"),
+                  std::string::npos)
+            << error.what();
+      }
+    }
+    // Rank 1 stays alive (in the barrier) until rank 0 has given up.
+    try {
+      group->barrier();
+    } catch (const std::exception &) {
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+} // namespace
