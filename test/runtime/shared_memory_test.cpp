@@ -157,6 +157,33 @@ TEST(SharedMemory, APeerThatExitsIsNamedWithinMoments) {
   EXPECT_FALSE(results[0].exit.stopped_by_group) << "rank 0 hung: " << results[0].output;
 }
 
+TEST(SharedMemory, BackwardSaysWhichBucketAndWhichPeer) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Options options;
+    options.timeout = 60s;
+    accelerate::Accelerator accelerator(options);
+    torch::nn::Linear model(4, 2);
+    accelerator.prepare(model);
+    accelerator.wait_for_everyone();
+    if (peer.rank == 1) {
+      std::_Exit(0);
+    }
+    auto loss = model->forward(torch::ones({3, 4})).sum();
+    try {
+      accelerator.backward(loss);
+      ADD_FAILURE() << "a backward without its peer must fail";
+    } catch (const std::exception &error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("accelerate: gradient all-reduce of bucket 0 failed on rank 0 of 2"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("process 1 (pid "), std::string::npos) << message;
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+  EXPECT_FALSE(results[0].exit.stopped_by_group) << "rank 0 hung: " << results[0].output;
+}
+
 TEST(SharedMemory, APeerThatNeverComesTimesOut) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto group = connect(2s);
