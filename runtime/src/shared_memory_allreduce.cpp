@@ -12,7 +12,6 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
-#include <thread>
 
 #ifdef __linux__
 #include <fcntl.h>
@@ -31,6 +30,7 @@ namespace accelerate::detail {
 struct alignas(64) SharedMemoryAllreduce::RankState {
   std::atomic<uint32_t> phase;
   std::atomic<uint32_t> waiters; ///< processes sleeping on `phase`: only then is a wake needed
+  std::atomic<uint64_t> total_bytes; ///< the size of the tensor being summed, checked by all
 };
 
 namespace {
@@ -106,7 +106,7 @@ bool process_exited(int pid) {
   const std::string stat = first_line("/proc/" + std::to_string(pid) + "/stat");
   const auto end_of_name = stat.rfind(')');
   if (end_of_name == std::string::npos || end_of_name + 2 >= stat.size()) {
-    return stat.empty();
+    return false; // /proc hidden (hidepid): kill's answer and the timeout decide
   }
   const char state = stat[end_of_name + 2];
   return state == 'Z' || state == 'X';
@@ -304,8 +304,22 @@ void SharedMemoryAllreduce::sum(const at::Tensor &tensor) {
   }
   auto *data = static_cast<std::byte *>(tensor.data_ptr());
   const size_t bytes = tensor.numel() * tensor.element_size();
+  state(rank_).total_bytes.store(bytes, std::memory_order_relaxed); // published with the phase
   for (size_t done = 0; done < bytes; done += piece_bytes_) {
     sum_piece(data + done, std::min(piece_bytes_, bytes - done), tensor);
+  }
+}
+
+void SharedMemoryAllreduce::check_sizes_match() {
+  const uint64_t mine = state(rank_).total_bytes.load(std::memory_order_relaxed);
+  for (int peer = 0; peer < size_; ++peer) {
+    const uint64_t theirs = state(peer).total_bytes.load(std::memory_order_relaxed);
+    if (theirs != mine) {
+      // Summing would mix unrelated memory: the processes' models differ.
+      fail("process " + std::to_string(peer) + " sums " + std::to_string(theirs) +
+           " bytes where process " + std::to_string(rank_) + " sums " + std::to_string(mine) +
+           " bytes (do all processes build the same model?)");
+    }
   }
 }
 
@@ -322,6 +336,7 @@ void SharedMemoryAllreduce::sum_piece(std::byte *data, size_t bytes, const at::T
   std::memcpy(input(rank_), data, bytes);
   publish(inputs_ready);
   wait_for_all(inputs_ready);
+  check_sizes_match();
 
   const auto element = static_cast<size_t>(like.element_size());
   const auto elements = static_cast<int64_t>(bytes / element);

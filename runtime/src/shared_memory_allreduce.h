@@ -47,6 +47,7 @@ private:
   struct RankState;
   SharedMemoryAllreduce() = default;
   void sum_piece(std::byte *data, size_t bytes, const at::Tensor &like);
+  void check_sizes_match();
   void publish(uint32_t phase);
   void wait_for_all(uint32_t phase);
   void wait_for(int peer, uint32_t phase);

@@ -130,6 +130,25 @@ TEST(SharedMemory, TheAcceleratorUsesItByDefault) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+TEST(SharedMemory, DifferentSizesAreAnErrorNotAMixture) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    auto mine = torch::ones({peer.rank == 0 ? 10 : 12});
+    try {
+      group->shared_memory()->sum(mine);
+      ADD_FAILURE() << "sums of different sizes must fail";
+    } catch (const std::runtime_error &error) {
+      const std::string expected = peer.rank == 0
+                                       ? "process 1 sums 48 bytes where process 0 sums 40 bytes"
+                                       : "process 0 sums 40 bytes where process 1 sums 48 bytes";
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+    EXPECT_TRUE(torch::equal(mine, torch::ones_like(mine))) << "the tensor is left as it was";
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
 TEST(SharedMemory, APeerThatExitsIsNamedWithinMoments) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto group = connect(60s);
