@@ -177,9 +177,18 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
     refusal = "shared memory turned off (Options::shared_memory, ACCELERATE_SHARED_MEMORY)";
   }
   auto shm_store = c10::make_intrusive<c10d::PrefixStore>("accel/shm", store);
-  group->shared_memory_ =
-      SharedMemoryAllreduce::connect(*shm_store, info.rank, info.world_size, options.timeout,
-                                     refusal, &group->shared_memory_unused_);
+  auto verdict = SharedMemoryAllreduce::connect(*shm_store, info.rank, info.world_size,
+                                                options.timeout, refusal);
+  group->shared_memory_ = std::move(verdict.allreduce);
+  group->shared_memory_unused_ = verdict.why_not;
+  if (verdict.failed && info.rank == 0) {
+    // Training works, only slower: say so once, with the fix.
+    std::fprintf(stderr,
+                 "accelerate: warning: gradients go through Gloo, not shared memory (slower): "
+                 "%s. Give /dev/shm more room (Docker: --shm-size) or set "
+                 "ACCELERATE_SHARED_MEMORY=false to silence this.\n",
+                 verdict.why_not.c_str());
+  }
   return group;
 }
 

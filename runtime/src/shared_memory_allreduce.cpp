@@ -185,18 +185,19 @@ std::string key(const std::string &name, int rank) { return name + "/" + std::to
 
 } // namespace
 
-std::unique_ptr<SharedMemoryAllreduce>
+SharedMemoryAllreduce::Verdict
 SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
                                std::chrono::milliseconds timeout, const std::string &refusal,
-                               std::string *why_not, size_t piece_bytes) {
+                               size_t piece_bytes) {
+  Verdict verdict;
 #ifndef __linux__
   (void)store, (void)rank, (void)size, (void)timeout, (void)refusal, (void)piece_bytes;
-  *why_not = "shared-memory all-reduce is implemented for Linux only";
-  return nullptr;
+  verdict.why_not = "shared-memory all-reduce is implemented for Linux only";
+  return verdict;
 #else
   if (size < 2) {
-    *why_not = "one process";
-    return nullptr;
+    verdict.why_not = "one process";
+    return verdict;
   }
   std::unique_ptr<SharedMemoryAllreduce> self(new SharedMemoryAllreduce());
   self->rank_ = rank;
@@ -224,6 +225,8 @@ SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
       problem = "rank " + std::to_string(peer) + " runs on another machine than rank 0";
     }
   }
+
+  const bool willing_and_together = problem.empty();
 
   // 2. Rank 0 makes the segment and names it; the others map it.
   std::random_device entropy;
@@ -254,23 +257,23 @@ SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
   // 3. One verdict for all: rank 0 collects every rank's answer, removes the name (each
   // mapping keeps the memory; nothing is left in /dev/shm), then announces it.
   store.set(key("mapped", rank), "-" + problem);
-  std::string verdict;
   if (rank == 0) {
-    for (int peer = 0; peer < size && verdict.empty(); ++peer) {
-      verdict = store.get_to_str(key("mapped", peer)).substr(1);
+    for (int peer = 0; peer < size && verdict.why_not.empty(); ++peer) {
+      verdict.why_not = store.get_to_str(key("mapped", peer)).substr(1);
     }
     if (self->mapping_ != nullptr) {
       ::shm_unlink(self->name_.c_str());
     }
-    store.set("verdict", "-" + verdict);
+    store.set("verdict", "-" + verdict.why_not);
   } else {
-    verdict = store.get_to_str("verdict").substr(1);
+    verdict.why_not = store.get_to_str("verdict").substr(1);
   }
-  if (!verdict.empty()) {
-    *why_not = verdict;
-    return nullptr; // the destructor unmaps
+  if (verdict.why_not.empty()) {
+    verdict.allreduce = std::move(self);
+  } else {
+    verdict.failed = willing_and_together; // (self's destructor unmaps)
   }
-  return self;
+  return verdict;
 #endif
 }
 

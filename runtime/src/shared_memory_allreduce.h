@@ -18,17 +18,23 @@ namespace accelerate::detail {
 
 class SharedMemoryAllreduce {
 public:
+  struct Verdict {
+    /// Null: the gradients go through the backend.
+    std::unique_ptr<SharedMemoryAllreduce> allreduce;
+    std::string why_not;
+    /// Every rank was willing and on one machine, yet the segment could not be made or mapped
+    /// (a full or missing /dev/shm): worth a warning, unlike a job across machines.
+    bool failed = false;
+  };
+
   /// Every rank calls this, with the same store: rank 0 makes the segment, the others map it,
   /// and the name is removed from /dev/shm before anyone returns. Every rank gets the same
-  /// answer: an all-reduce when no rank refuses (`refusal` non-empty says why this one does),
+  /// verdict: an all-reduce when no rank refuses (`refusal` non-empty says why this one does),
   /// all run on one machine (same boot, same PID namespace, the same /dev/shm) and the segment
-  /// could be made; otherwise nullptr and *why_not says why.
-  /// `piece_bytes` (0: chosen from the world size) is how much one round carries.
-  static std::unique_ptr<SharedMemoryAllreduce> connect(c10d::Store &store, int rank, int size,
-                                                        std::chrono::milliseconds timeout,
-                                                        const std::string &refusal,
-                                                        std::string *why_not,
-                                                        size_t piece_bytes = 0);
+  /// could be made. `piece_bytes` (0: chosen from the world size) is how much one round carries.
+  static Verdict connect(c10d::Store &store, int rank, int size,
+                         std::chrono::milliseconds timeout, const std::string &refusal,
+                         size_t piece_bytes = 0);
   ~SharedMemoryAllreduce();
   SharedMemoryAllreduce(const SharedMemoryAllreduce &) = delete;
   SharedMemoryAllreduce &operator=(const SharedMemoryAllreduce &) = delete;

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <unistd.h>
 
 namespace {
 
@@ -41,12 +42,12 @@ TEST(SharedMemory, SumsEveryDtypeAndSizeAsGlooDoes) {
   // piece so that tensors take several rounds.
   auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
     auto group = connect();
-    std::string why_not;
     // A second segment, beside the group's, with pieces of 4 KiB.
     c10d::PrefixStore store("test/shm",
                             c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
-    auto shm = SharedMemoryAllreduce::connect(store, peer.rank, 3, 30s, "", &why_not, 4096);
-    ASSERT_TRUE(shm) << why_not;
+    auto verdict = SharedMemoryAllreduce::connect(store, peer.rank, 3, 30s, "", 4096);
+    ASSERT_TRUE(verdict.allreduce) << verdict.why_not;
+    auto &shm = verdict.allreduce;
     EXPECT_EQ(shm->piece_bytes(), 4096u);
     for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kLong}) {
       // 0 and 1 element (parts of ranks without elements), odd sizes, one piece exactly, and
@@ -97,7 +98,35 @@ TEST(SharedMemory, ProcessesOnDifferentMachinesUseGloo) {
     EXPECT_EQ(group->shared_memory(), nullptr);
     EXPECT_EQ(group->shared_memory_unused_because(),
               "rank 1 runs on another machine than rank 0");
+    c10d::PrefixStore store("test/shm",
+                            c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
+    auto verdict = SharedMemoryAllreduce::connect(store, peer.rank, 2, 30s, "");
+    EXPECT_FALSE(verdict.failed) << "nothing to warn about: Gloo is the way across machines";
     group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(SharedMemory, ASegmentThatCannotBeMadeMeansGlooEverywhereAndNothingLeft) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    group->barrier();
+    // 1 TiB areas: more than /dev/shm holds, refused before a page is allocated.
+    c10d::PrefixStore store("test/shm",
+                            c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
+    auto verdict = SharedMemoryAllreduce::connect(store, peer.rank, 2, 30s, "", size_t{1} << 40);
+    EXPECT_EQ(verdict.allreduce, nullptr);
+    EXPECT_TRUE(verdict.failed) << "worth a warning: everyone was willing";
+    EXPECT_NE(verdict.why_not.find("allocating 3145728 MiB in /dev/shm: "), std::string::npos)
+        << verdict.why_not;
+    group->barrier();
+    if (peer.rank == 0) { // rank 0 names its segments accel-<pid>-<nonce>
+      const std::string mine = "accel-" + std::to_string(getpid()) + "-";
+      for (const auto &entry : std::filesystem::directory_iterator("/dev/shm")) {
+        EXPECT_NE(entry.path().filename().string().rfind(mine, 0), 0u)
+            << entry.path() << " left behind";
+      }
+    }
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
