@@ -29,7 +29,7 @@ namespace accelerate::detail {
 // the others poll. `phase` is the futex word.
 struct alignas(64) SharedMemoryAllreduce::RankState {
   std::atomic<uint32_t> phase;
-  std::atomic<uint32_t> waiters; ///< processes sleeping on `phase`: only then is a wake needed
+  std::atomic<uint32_t> waiters;     ///< processes sleeping on `phase`: only then is a wake needed
   std::atomic<uint64_t> total_bytes; ///< the size of the tensor being summed, checked by all
 };
 
@@ -89,8 +89,8 @@ std::string link_target(const char *path) {
 // Processes that agree on this see one /dev/shm (checked again with the nonce) and each
 // other's pids, which is how a peer's exit is noticed.
 std::string machine_identity() {
-  std::string identity = first_line("/proc/sys/kernel/random/boot_id") + " " +
-                         link_target("/proc/self/ns/pid");
+  std::string identity =
+      first_line("/proc/sys/kernel/random/boot_id") + " " + link_target("/proc/self/ns/pid");
   // Tests pretend to be on two machines with this.
   if (const char *test = std::getenv("ACCELERATE_TEST_MACHINE_ID")) {
     identity += std::string(" ") + test;
@@ -117,9 +117,7 @@ long futex(std::atomic<uint32_t> *word, int op, uint32_t value, const timespec *
   return ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), op, value, timeout, nullptr, 0);
 }
 
-std::string error_text(const std::string &what) {
-  return what + ": " + std::strerror(errno);
-}
+std::string error_text(const std::string &what) { return what + ": " + std::strerror(errno); }
 
 // Maps a segment; nullptr and *why_not when it cannot.
 void *map_segment(int fd, size_t bytes, std::string *why_not) {
@@ -164,7 +162,7 @@ void *open_segment(const std::string &name, size_t bytes, const Header &expected
     *why_not = error_text("shm_open(" + name + ")");
     return nullptr;
   }
-  struct stat info {};
+  struct stat info{};
   void *mapping = nullptr;
   if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) != bytes) {
     *why_not = name + " does not have the expected size";
@@ -185,10 +183,11 @@ std::string key(const std::string &name, int rank) { return name + "/" + std::to
 
 } // namespace
 
-SharedMemoryAllreduce::Verdict
-SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
-                               std::chrono::milliseconds timeout, const std::string &refusal,
-                               size_t piece_bytes) {
+SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store, int rank,
+                                                              int size,
+                                                              std::chrono::milliseconds timeout,
+                                                              const std::string &refusal,
+                                                              size_t piece_bytes) {
   Verdict verdict;
 #ifndef __linux__
   (void)store, (void)rank, (void)size, (void)timeout, (void)refusal, (void)piece_bytes;
@@ -237,8 +236,8 @@ SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
       self->name_ = "/accel-" + std::to_string(::getpid()) + "-" + std::to_string(header.nonce);
       self->mapping_ = create_segment(self->name_, self->mapping_bytes_, header, &problem);
     }
-    store.set("segment", problem.empty() ? self->name_ + " " + std::to_string(header.nonce)
-                                         : "-" + problem);
+    store.set("segment",
+              problem.empty() ? self->name_ + " " + std::to_string(header.nonce) : "-" + problem);
   } else {
     const std::string segment = store.get_to_str("segment");
     if (segment.rfind('-', 0) == 0) {

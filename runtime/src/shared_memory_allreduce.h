@@ -32,9 +32,8 @@ public:
   /// verdict: an all-reduce when no rank refuses (`refusal` non-empty says why this one does),
   /// all run on one machine (same boot, same PID namespace, the same /dev/shm) and the segment
   /// could be made. `piece_bytes` (0: chosen from the world size) is how much one round carries.
-  static Verdict connect(c10d::Store &store, int rank, int size,
-                         std::chrono::milliseconds timeout, const std::string &refusal,
-                         size_t piece_bytes = 0);
+  static Verdict connect(c10d::Store &store, int rank, int size, std::chrono::milliseconds timeout,
+                         const std::string &refusal, size_t piece_bytes = 0);
   ~SharedMemoryAllreduce();
   SharedMemoryAllreduce(const SharedMemoryAllreduce &) = delete;
   SharedMemoryAllreduce &operator=(const SharedMemoryAllreduce &) = delete;
@@ -73,7 +72,6 @@ private:
   uint32_t round_ = 0;
   bool broken_ = false;
   std::mutex mutex_; ///< one sum at a time: the rounds of two would interleave
-
 };
 
 } // namespace accelerate::detail

@@ -49,7 +49,8 @@ TEST(SharedMemory, SumsEveryDtypeAndSizeAsGlooDoes) {
     ASSERT_TRUE(verdict.allreduce) << verdict.why_not;
     auto &shm = verdict.allreduce;
     EXPECT_EQ(shm->piece_bytes(), 4096u);
-    for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kLong}) {
+    for (auto dtype :
+         {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kLong}) {
       // 0 and 1 element (parts of ranks without elements), odd sizes, one piece exactly, and
       // 2.5 pieces.
       const auto element = static_cast<int64_t>(c10::elementSize(dtype));
@@ -96,8 +97,7 @@ TEST(SharedMemory, ProcessesOnDifferentMachinesUseGloo) {
     }
     auto group = connect();
     EXPECT_EQ(group->shared_memory(), nullptr);
-    EXPECT_EQ(group->shared_memory_unused_because(),
-              "rank 1 runs on another machine than rank 0");
+    EXPECT_EQ(group->shared_memory_unused_because(), "rank 1 runs on another machine than rank 0");
     c10d::PrefixStore store("test/shm",
                             c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
     auto verdict = SharedMemoryAllreduce::connect(store, peer.rank, 2, 30s, "");
@@ -242,8 +242,9 @@ TEST(SharedMemory, APeerThatNeverComesTimesOut) {
         group->shared_memory()->sum(mine);
         ADD_FAILURE() << "a sum its peer never joins must fail";
       } catch (const std::runtime_error &error) {
-        EXPECT_NE(std::string(error.what()).find("process 1 did not contribute its part within 2.0 s"),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(error.what()).find("process 1 did not contribute its part within 2.0 s"),
+            std::string::npos)
             << error.what();
       }
     }
