@@ -4,9 +4,11 @@
 
 #include <accel/build_info.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <thread>
 
@@ -43,6 +45,27 @@ std::string memory_total() {
   return "unknown";
 }
 
+// What decides whether CPU processes on this machine sum gradients through shared memory.
+std::string shared_memory_state() {
+  if (const char *setting = std::getenv("ACCELERATE_SHARED_MEMORY")) {
+    const std::string value = setting;
+    if (!value.empty() && value != "1" && value != "true" && value != "True" && value != "TRUE" &&
+        value != "yes") {
+      return "off (ACCELERATE_SHARED_MEMORY=" + value + ")";
+    }
+  }
+  struct statvfs shm{};
+  if (statvfs("/dev/shm", &shm) != 0) {
+    return "unavailable (no /dev/shm): gradients go through Gloo";
+  }
+  std::ostringstream text;
+  text.precision(1);
+  text << std::fixed << "on, /dev/shm has "
+       << static_cast<double>(shm.f_bavail) * static_cast<double>(shm.f_frsize) / (1 << 20)
+       << " MiB free (a job needs about 12 MiB for 2 processes, at most about 32)";
+  return text.str();
+}
+
 } // namespace
 
 int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
@@ -59,6 +82,7 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << system.machine << ")\n"
       << "- CPU cores: " << std::thread::hardware_concurrency() << "\n"
       << "- Memory: " << memory_total() << "\n"
+      << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
       << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
   const auto config = effective_config(
       have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{}, false);

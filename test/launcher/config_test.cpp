@@ -56,6 +56,21 @@ TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
   EXPECT_NE(result.err.find("note: ignoring 'dynamo_config'"), std::string::npos) << result.err;
 }
 
+TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
+  auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Shared-memory gradient sum (CPU, one machine): on, /dev/shm has "),
+            std::string::npos)
+      << result.out;
+  auto off = kIsolated;
+  off["ACCELERATE_SHARED_MEMORY"] = "false";
+  result = run_command({ACCEL_BIN, "env"}, off);
+  EXPECT_NE(
+      result.out.find("gradient sum (CPU, one machine): off (ACCELERATE_SHARED_MEMORY=false)"),
+      std::string::npos)
+      << result.out;
+}
+
 TEST(Config, UnknownKeysAndBadValuesNameFileLineColumnAndKey) {
   const auto dir = accel_test::make_temp_dir("config-errors");
   const auto unknown = write(dir, "unknown.yaml", "num_processes: 2\nnum_procesess: 3\n");
