@@ -1,5 +1,6 @@
 #include "env_command.h"
 
+#include "environment_flag.h"
 #include "launch_command.h"
 
 #include <accel/build_info.h>
@@ -49,8 +50,7 @@ std::string memory_total() {
 std::string shared_memory_state() {
   if (const char *setting = std::getenv("ACCELERATE_SHARED_MEMORY")) {
     const std::string value = setting;
-    if (!value.empty() && value != "1" && value != "true" && value != "True" && value != "TRUE" &&
-        value != "yes") {
+    if (!value.empty() && !accelerate::launch::is_truthy(value)) {
       return "off (ACCELERATE_SHARED_MEMORY=" + value + ")";
     }
   }

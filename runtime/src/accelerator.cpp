@@ -1,5 +1,6 @@
 #include "accelerate/accelerator.h"
 
+#include "environment_flag.h"
 #include "mixed_precision.h"
 #include "runtime.h"
 
@@ -30,17 +31,13 @@ std::optional<std::string> environment(const char *name) {
   return std::string(value);
 }
 
-bool truthy(const std::string &text) {
-  return text == "1" || text == "true" || text == "True" || text == "TRUE" || text == "yes";
-}
-
 // Options given in code win; the launcher's ACCELERATE_* variables fill the rest.
 Options resolve(Options options) {
   if (options.backend.empty()) {
     options.backend = environment("ACCELERATE_BACKEND").value_or("");
   }
   if (!options.cpu) {
-    options.cpu = truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
+    options.cpu = launch::is_truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
   }
   if (!options.gradient_accumulation_steps) {
     const auto text = environment("ACCELERATE_GRADIENT_ACCUMULATION_STEPS").value_or("1");
@@ -55,7 +52,8 @@ Options resolve(Options options) {
                                 "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
   }
   if (!options.shared_memory) {
-    options.shared_memory = truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
+    options.shared_memory =
+        launch::is_truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
   }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
