@@ -5,7 +5,12 @@
 // docs/rules/accel-accelerator.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/Calls.h"
+#include "utils/LibTorchTypes.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
+#include "utils/SourceRanges.h"
 
 #include "clang/AST/Stmt.h"
 
@@ -14,9 +19,6 @@ using namespace clang::ast_matchers;
 using namespace clang::transformer;
 
 namespace accel::rewrites {
-namespace {
-AST_MATCHER(QualType, isAccelerator) { return isAcceleratorType(Node); }
-} // namespace
 
 Rule makeAcceleratorRule() {
   auto AnyAccelerator = varDecl(hasType(isAccelerator()));

@@ -5,7 +5,8 @@
 // rewritten program without another edit. See docs/rules/accel-accumulate.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/RuleBuilders.h"
 
 namespace accel::rewrites {
 

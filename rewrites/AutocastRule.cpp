@@ -6,7 +6,8 @@
 // under "no". See docs/rules/accel-autocast.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/RuleBuilders.h"
 
 namespace accel::rewrites {
 

@@ -6,7 +6,12 @@
 // docs/rules/accel-data-loader.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/Calls.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
+#include "utils/SourceRanges.h"
+#include "utils/TrainingLoops.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"

@@ -8,7 +8,13 @@
 // docs/rules/accel-device.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/Calls.h"
+#include "utils/LibTorchTypes.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
+#include "utils/SourceRanges.h"
+#include "utils/TrainingLoops.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"
@@ -217,8 +223,8 @@ Rule makeDeviceRule() {
           hasInitializer(expr()),
           anyOf(hasType(isDevice()),
                 allOf(hasType(isDeviceEnum()), hasInitializer(hasDescendant(CudaTest)))),
-          unless(hasInitializer(ignoringImplicit(cxxMemberCallExpr(callee(
-              cxxMethodDecl(hasName("device"), ofClass(hasName("::accelerate::Accelerator")))))))),
+          unless(hasInitializer(ignoringImplicit(
+              cxxMemberCallExpr(callsMethod("accelerate::Accelerator", "device"))))),
           hasParent(declStmt(hasSingleDecl(anything()), hasParent(compoundStmt())).bind("decl")))
           .bind("var");
   auto DeviceEdits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
@@ -240,14 +246,9 @@ Rule makeDeviceRule() {
   };
   auto DeviceRule = makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())), DeviceEdits,
                              explain("var", DeviceExplanation.str()));
-  auto ForeignDevice =
-      makeRule(varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), noEdits(),
-               finding(Finding::Warning, "var", [](const MatchResult &Match) {
-                 return "device chosen in " +
-                        functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-                        ", which has no accelerator: with several processes it must be the "
-                        "accelerator's device; pass accelerator.device() in";
-               }));
+  auto ForeignDevice = noAcceleratorRule(
+      varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), "var", "device chosen",
+      "with several processes it must be the accelerator's device; pass accelerator.device() in");
 
   // 2. model->to(device) / model.to(device) on a model that prepare places.
   auto ModelRef = declRefExpr(to(varDecl(isPrepared()).bind("model")));
@@ -277,14 +278,11 @@ Rule makeDeviceRule() {
   auto BatchTensor =
       memberExpr(hasObjectExpression(ignoringImpCasts(declRefExpr(to(varDecl(isBatch()))))))
           .bind("object");
-  auto BatchTo =
-      cxxMemberCallExpr(
-          inUserCode(),
-          anyOf(allOf(callee(cxxMethodDecl(hasName("to"), ofClass(hasName("::at::Tensor")))),
-                      firstArgIsDevice()),
-                callee(cxxMethodDecl(hasName("cuda"), ofClass(hasName("::at::Tensor"))))),
-          on(BatchTensor))
-          .bind("call");
+  auto BatchTo = cxxMemberCallExpr(inUserCode(),
+                                   anyOf(allOf(callsMethod("at::Tensor", "to"), firstArgIsDevice()),
+                                         callsMethod("at::Tensor", "cuda")),
+                                   on(BatchTensor))
+                     .bind("call");
   auto BatchText = [](const MatchResult &Match) -> llvm::Expected<std::string> {
     return withoutDevice(Match.Nodes.getNodeAs<CXXMemberCallExpr>("call"),
                          Match.Nodes.getNodeAs<Expr>("object"), *Match.Context);
@@ -299,8 +297,7 @@ Rule makeDeviceRule() {
       cxxMemberCallExpr(
           inUserCode(),
           anyOf(
-              allOf(callee(cxxMethodDecl(hasName("cuda"), ofClass(hasName("::at::Tensor")))),
-                    argumentCountIs(0)),
+              allOf(callsMethod("at::Tensor", "cuda"), argumentCountIs(0)),
               allOf(callee(cxxMethodDecl(
                         hasName("to"), ofClass(anyOf(hasName("::at::Tensor"),
                                                      isSameOrDerivedFrom("::torch::nn::Module"))))),
@@ -327,14 +324,11 @@ Rule makeDeviceRule() {
       makeRule(cxxMemberCallExpr(ToFixedDevice, forFunction(acceleratorFunction())), RetargetEdits,
                explain("call", "each process computes on its own device: the accelerator's, not "
                                "a fixed one"));
-  auto ForeignRetarget = makeRule(
-      cxxMemberCallExpr(ToFixedDevice, forFunction(functionDecl().bind("function"))), noEdits(),
-      finding(Finding::Warning, "call", [](const MatchResult &Match) {
-        return "moves to a fixed device in " +
-               functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-               ", which has no accelerator: with several processes each has its own device; "
-               "pass accelerator.device() in and move to that";
-      }));
+  auto ForeignRetarget = noAcceleratorRule(
+      cxxMemberCallExpr(ToFixedDevice, forFunction(functionDecl().bind("function"))), "call",
+      "moves to a fixed device",
+      "with several processes each has its own device; pass accelerator.device() in and move to "
+      "that");
 
   return applyFirst<Finding>(
       {DeviceRule, ForeignDevice, ModelRule, BatchRule, RetargetRule, ForeignRetarget});

@@ -4,7 +4,9 @@
 // include block, when another rule edits the file. See docs/rules/accel-include.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SourceRanges.h"
 
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"

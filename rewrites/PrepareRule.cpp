@@ -6,7 +6,10 @@
 // docs/rules/accel-prepare.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
+#include "utils/SourceRanges.h"
 
 #include "clang/AST/Stmt.h"
 

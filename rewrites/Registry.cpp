@@ -4,7 +4,7 @@
 // its lit test test/rewrite/<name>.cpp and its page docs/rules/<name>.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
 
 namespace accel::rewrites {
 

@@ -4,7 +4,10 @@
 // atomically, so processes do not race on the file. See docs/rules/accel-save.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/Calls.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
 
 #include "clang/AST/ExprCXX.h"
 
@@ -47,14 +50,10 @@ Rule makeSaveRule() {
        makeRule(callExpr(Save, forFunction(acceleratorFunction())), noEdits(),
                 warn("call", "torch::save to a stream or with extra arguments: run it on the "
                              "main process only, inside 'if (accelerator.is_main_process())'")),
-       makeRule(callExpr(Save, forFunction(functionDecl().bind("function"))), noEdits(),
-                finding(Finding::Warning, "call", [](const MatchResult &Match) {
-                  return "torch::save in " +
-                         functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-                         ", which has no accelerator: every process would write the file; pass "
-                         "'accelerate::Accelerator& accelerator' in and call "
-                         "accelerator.save(value, path)";
-                }))});
+       noAcceleratorRule(callExpr(Save, forFunction(functionDecl().bind("function"))), "call",
+                         "torch::save",
+                         "every process would write the file; pass 'accelerate::Accelerator& "
+                         "accelerator' in and call accelerator.save(value, path)")});
 }
 
 } // namespace accel::rewrites

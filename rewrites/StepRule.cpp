@@ -8,7 +8,11 @@
 // docs/rules/accel-step.md.
 //
 //===----------------------------------------------------------------------===//
-#include "RuleSupport.h"
+#include "RuleFactories.h"
+#include "utils/Calls.h"
+#include "utils/RuleBuilders.h"
+#include "utils/SetupFunction.h"
+#include "utils/TrainingLoops.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"

@@ -73,3 +73,8 @@ if os.path.exists(os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")):
 if shutil.which("nvim"):
     config.available_features.add("neovim")
     config.substitutions.append(("%nvim", shutil.which("nvim")))
+
+# strace (Debian's strace) shows that outputs reach the disk before they are renamed into place.
+if shutil.which("strace"):
+    config.available_features.add("strace")
+    config.substitutions.append(("%strace", shutil.which("strace")))

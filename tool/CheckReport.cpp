@@ -6,18 +6,27 @@
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/YAMLTraits.h"
 #include "llvm/Support/xxhash.h"
-
-#include <nlohmann/json.hpp>
 
 #include <map>
 
 namespace accel::tool {
 namespace {
 
-using nlohmann::json;
+using accel::rewrites::describeEdit;
+using accel::rewrites::Region;
+using accel::rewrites::regionOf;
+using llvm::json::Array;
+using llvm::json::Object;
+
+/// A JSON document as text, indented by two spaces.
+std::string printJson(llvm::json::Value Document) {
+  return llvm::formatv("{0:2}", Document).str() + "\n";
+}
 
 /// The text of a 1-based line, without its line break.
 llvm::StringRef lineText(llvm::StringRef Text, unsigned Line) {
@@ -40,11 +49,11 @@ unsigned offsetOf(llvm::StringRef Text, unsigned Line, unsigned Column) {
   return unsigned(std::min(Text.size(), Offset + (Column > 0 ? Column - 1 : 0)));
 }
 
-json regionJson(unsigned StartLine, unsigned StartColumn, unsigned EndLine, unsigned EndColumn) {
-  return {{"startLine", StartLine},
-          {"startColumn", StartColumn},
-          {"endLine", EndLine},
-          {"endColumn", EndColumn}};
+Object regionJson(unsigned StartLine, unsigned StartColumn, unsigned EndLine, unsigned EndColumn) {
+  return Object{{"startLine", StartLine},
+                {"startColumn", StartColumn},
+                {"endLine", EndLine},
+                {"endColumn", EndColumn}};
 }
 
 /// GitHub's workflow-command escaping; properties also escape ':' and ','.
@@ -95,39 +104,15 @@ std::string fileUri(llvm::StringRef Path, bool Directory) {
 
 /// The artifact location of Path: relative to the source root (uriBaseId SRCROOT) when it is
 /// inside it, else an absolute file URI.
-json artifactLocation(llvm::StringRef Path, llvm::StringRef SourceRoot) {
+Object artifactLocation(llvm::StringRef Path, llvm::StringRef SourceRoot) {
   std::string Uri = fileUri(Path, false), Root = fileUri(SourceRoot, true);
   if (llvm::StringRef(Uri).starts_with(Root)) {
-    return {{"uri", Uri.substr(Root.size())}, {"uriBaseId", "SRCROOT"}};
+    return Object{{"uri", Uri.substr(Root.size())}, {"uriBaseId", "SRCROOT"}};
   }
-  return {{"uri", Uri}};
+  return Object{{"uri", Uri}};
 }
 
 } // namespace
-
-std::string describeEdit(const FixEdit &Edit, llvm::StringRef Original) {
-  std::string Old = Original.substr(Edit.Offset, Edit.Length).trim().str();
-  std::string New = llvm::StringRef(Edit.Text).trim().str();
-  if (Old.empty()) {
-    return "insert '" + New + "'";
-  }
-  if (New.empty()) {
-    return "remove '" + Old + "'";
-  }
-  return "replace '" + Old + "' with '" + New + "'";
-}
-
-Region regionOf(const RuleFinding &Found) {
-  Region R{Found.Line, Found.Column, Found.Line, Found.Column + 1};
-  for (const FixEdit &Edit : Found.Fix) {
-    if (std::tie(Edit.BeginLine, Edit.BeginColumn) == std::tie(R.StartLine, R.StartColumn) &&
-        std::tie(Edit.EndLine, Edit.EndColumn) > std::tie(R.EndLine, R.EndColumn)) {
-      R.EndLine = Edit.EndLine;
-      R.EndColumn = Edit.EndColumn;
-    }
-  }
-  return R;
-}
 
 std::optional<ReportFormat> parseReportFormat(llvm::StringRef Name) {
   if (Name == "text") {
@@ -185,34 +170,35 @@ void printGithub(llvm::raw_ostream &OS, const CheckedFile &File) {
 }
 
 std::string jsonReport(llvm::ArrayRef<CheckedFile> Files) {
-  json Findings = json::array();
+  Array Findings;
   for (const CheckedFile &File : Files) {
     for (const RuleFinding &Found : File.Findings) {
-      json Fix = json::array();
+      Array Fix;
       for (const FixEdit &Edit : Found.Fix) {
-        Fix.push_back({{"offset", Edit.Offset},
-                       {"length", Edit.Length},
-                       {"text", Edit.Text},
-                       {"start", {{"line", Edit.BeginLine}, {"column", Edit.BeginColumn}}},
-                       {"end", {{"line", Edit.EndLine}, {"column", Edit.EndColumn}}}});
+        Fix.push_back(
+            Object{{"offset", Edit.Offset},
+                   {"length", Edit.Length},
+                   {"text", Edit.Text},
+                   {"start", Object{{"line", Edit.BeginLine}, {"column", Edit.BeginColumn}}},
+                   {"end", Object{{"line", Edit.EndLine}, {"column", Edit.EndColumn}}}});
       }
-      Findings.push_back({{"file", File.Path},
-                          {"line", Found.Line},
-                          {"column", Found.Column},
-                          {"rule", Found.Rule},
-                          {"kind", Found.Rewrite ? "rewrite" : "manual"},
-                          {"message", Found.Message},
-                          {"fix", Fix}});
+      Findings.push_back(Object{{"file", File.Path},
+                                {"line", Found.Line},
+                                {"column", Found.Column},
+                                {"rule", Found.Rule},
+                                {"kind", Found.Rewrite ? "rewrite" : "manual"},
+                                {"message", Found.Message},
+                                {"fix", std::move(Fix)}});
     }
   }
-  json Report = {{"tool", "accel-rewrite"}, {"version", ACCEL_VERSION}, {"findings", Findings}};
-  return Report.dump(2) + "\n";
+  return printJson(Object{
+      {"tool", "accel-rewrite"}, {"version", ACCEL_VERSION}, {"findings", std::move(Findings)}});
 }
 
 std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
                         llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
                         llvm::StringRef SourceRoot) {
-  json RuleList = json::array();
+  Array RuleList;
   std::map<std::string, size_t> RuleIndex;
   for (const accel::rewrites::RuleInfo &Rule : Rules) {
     RuleIndex[Rule.Name.str()] = RuleList.size();
@@ -225,72 +211,76 @@ std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
       }
     }
     std::string Page = "docs/rules/" + Rule.Name.str() + ".md";
-    RuleList.push_back(
-        {{"id", Rule.Name.str()},
-         {"name", Name},
-         {"shortDescription", {{"text", Rule.Description.str()}}},
-         {"fullDescription",
-          {{"text", Rule.Description.str() + ": part of the edits accel-rewrite makes so that a "
-                                             "LibTorch training program runs data-parallel."}}},
-         {"help",
-          {{"text", "Run accel-rewrite -i on the file to apply the fix, or make the edit the "
-                    "finding describes. The rule is documented in " +
-                        Page + "."},
-           {"markdown", "Run `accel-rewrite -i` on the file to apply the fix, or make the edit "
-                        "the finding describes. See [" +
-                            Rule.Name.str() + "](" + Page + ")."}}},
-         {"defaultConfiguration", {{"level", "warning"}}}});
+    RuleList.push_back(Object{
+        {"id", Rule.Name.str()},
+        {"name", Name},
+        {"shortDescription", Object{{"text", Rule.Description.str()}}},
+        {"fullDescription",
+         Object{{"text", Rule.Description.str() + ": part of the edits accel-rewrite makes so "
+                                                  "that a LibTorch training program runs "
+                                                  "data-parallel."}}},
+        {"help",
+         Object{{"text", "Run accel-rewrite -i on the file to apply the fix, or make the edit the "
+                         "finding describes. The rule is documented in " +
+                             Page + "."},
+                {"markdown", "Run `accel-rewrite -i` on the file to apply the fix, or make the "
+                             "edit the finding describes. See [" +
+                                 Rule.Name.str() + "](" + Page + ")."}}},
+        {"defaultConfiguration", Object{{"level", "warning"}}}});
   }
 
-  json Results = json::array();
+  Array Results;
   for (const CheckedFile &File : Files) {
-    json Location = artifactLocation(File.Path, SourceRoot);
     std::map<uint64_t, unsigned> Seen; // same rule on an identical line: told apart by count
     for (const RuleFinding &Found : File.Findings) {
       Region R = regionOf(Found);
-      json Result = {
+      Object Result{
           {"ruleId", Found.Rule},
           {"level", "warning"},
-          {"message", {{"text", Found.Message}}},
+          {"message", Object{{"text", Found.Message}}},
           {"locations",
-           {{{"physicalLocation",
-              {{"artifactLocation", Location},
-               {"region", regionJson(R.StartLine, R.StartColumn, R.EndLine, R.EndColumn)}}}}}}};
+           Array{Object{{"physicalLocation",
+                         Object{{"artifactLocation", artifactLocation(File.Path, SourceRoot)},
+                                {"region", regionJson(R.StartLine, R.StartColumn, R.EndLine,
+                                                      R.EndColumn)}}}}}}};
       if (auto Index = RuleIndex.find(Found.Rule); Index != RuleIndex.end()) {
         Result["ruleIndex"] = Index->second;
       }
       // The line's text, not its number: the fingerprint survives edits above it.
       uint64_t Hash =
           llvm::xxh3_64bits(Found.Rule + "\n" + lineText(File.Original, Found.Line).trim().str());
-      Result["partialFingerprints"] = {
+      Result["partialFingerprints"] = Object{
           {"primaryLocationLineHash", llvm::utohexstr(Hash) + ":" + std::to_string(++Seen[Hash])}};
       if (!Found.Fix.empty()) {
-        json Replacements = json::array();
+        Array Replacements;
         std::string Description;
         for (const FixEdit &Edit : Found.Fix) {
-          Replacements.push_back({{"deletedRegion", regionJson(Edit.BeginLine, Edit.BeginColumn,
-                                                               Edit.EndLine, Edit.EndColumn)},
-                                  {"insertedContent", {{"text", Edit.Text}}}});
+          Replacements.push_back(
+              Object{{"deletedRegion",
+                      regionJson(Edit.BeginLine, Edit.BeginColumn, Edit.EndLine, Edit.EndColumn)},
+                     {"insertedContent", Object{{"text", Edit.Text}}}});
           Description += (Description.empty() ? "" : "; ") + describeEdit(Edit, File.Original);
         }
-        Result["fixes"] = {{{"description", {{"text", Description}}},
-                            {"artifactChanges",
-                             {{{"artifactLocation", Location}, {"replacements", Replacements}}}}}};
+        Result["fixes"] = Array{
+            Object{{"description", Object{{"text", Description}}},
+                   {"artifactChanges",
+                    Array{Object{{"artifactLocation", artifactLocation(File.Path, SourceRoot)},
+                                 {"replacements", std::move(Replacements)}}}}}};
       }
       Results.push_back(std::move(Result));
     }
   }
 
-  json Log = {
+  Object Driver{{"name", "accel-rewrite"},
+                {"semanticVersion", ACCEL_VERSION},
+                {"rules", std::move(RuleList)}};
+  return printJson(Object{
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
       {"version", "2.1.0"},
-      {"runs",
-       {{{"tool",
-          {{"driver",
-            {{"name", "accel-rewrite"}, {"semanticVersion", ACCEL_VERSION}, {"rules", RuleList}}}}},
-         {"originalUriBaseIds", {{"SRCROOT", {{"uri", fileUri(SourceRoot, true)}}}}},
-         {"results", Results}}}}};
-  return Log.dump(2) + "\n";
+      {"runs", Array{Object{{"tool", Object{{"driver", std::move(Driver)}}},
+                            {"originalUriBaseIds",
+                             Object{{"SRCROOT", Object{{"uri", fileUri(SourceRoot, true)}}}}},
+                            {"results", std::move(Results)}}}}});
 }
 
 std::string exportFixesYaml(llvm::ArrayRef<CheckedFile> Files) {

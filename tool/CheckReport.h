@@ -23,14 +23,6 @@ namespace accel::tool {
 
 enum class ReportFormat { Text, Json, Sarif, Github };
 
-/// Where a finding points (1-based, end exclusive): its location, widened to the extent of
-/// its own edit that starts there.
-struct Region {
-  unsigned StartLine, StartColumn, EndLine, EndColumn;
-};
-Region regionOf(const RuleFinding &Found);
-/// How an edit reads to a person: "insert '...'", "remove '...'" or "replace '...' with '...'".
-std::string describeEdit(const FixEdit &Edit, llvm::StringRef Original);
 /// "text", "json", "sarif" or "github"; nullopt for anything else.
 std::optional<ReportFormat> parseReportFormat(llvm::StringRef Name);
 

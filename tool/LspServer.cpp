@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "LspServer.h"
 
-#include "CheckReport.h"
 #include "CompileFlags.h"
 #include "RewriteFile.h"
 
@@ -26,6 +25,9 @@ namespace accel::tool {
 namespace {
 
 namespace lsp = llvm::lsp;
+using accel::rewrites::describeEdit;
+using accel::rewrites::Region;
+using accel::rewrites::regionOf;
 using llvm::json::Value;
 
 /// Notifications whose parameters the server does not read.

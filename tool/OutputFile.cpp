@@ -3,8 +3,12 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace accel::tool {
 
@@ -41,16 +45,39 @@ llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Contents) 
 
   llvm::raw_fd_ostream OS(FD, /*shouldClose=*/true);
   OS << Contents;
+  OS.flush();
+  // On disk before the rename makes it the file: a crash never leaves an empty or partial
+  // file under the real name.
+  std::error_code SyncError;
+  if (!OS.has_error() && ::fsync(FD) != 0) {
+    SyncError = std::error_code(errno, std::generic_category());
+  }
   OS.close();
   if (OS.has_error()) {
     std::error_code EC = OS.error();
     OS.clear_error(); // Otherwise raw_fd_ostream aborts on destruction.
     return Discard(EC);
   }
+  if (SyncError) {
+    return Discard(SyncError);
+  }
   if (std::error_code EC = fs::rename(TempPath, Target)) {
     return Discard(EC);
   }
   llvm::sys::DontRemoveFileOnSignal(TempPath);
+  // The rename itself lasts once the directory is on disk.
+  llvm::SmallString<256> Directory = llvm::sys::path::parent_path(Target);
+  if (Directory.empty()) {
+    Directory = ".";
+  }
+  int DirectoryFD = ::open(Directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (DirectoryFD >= 0) {
+    int Synced = ::fsync(DirectoryFD);
+    ::close(DirectoryFD);
+    if (Synced != 0) {
+      return llvm::createFileError(Directory, std::error_code(errno, std::generic_category()));
+    }
+  }
   return llvm::Error::success();
 }
 

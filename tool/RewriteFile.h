@@ -1,8 +1,8 @@
-//===- RewriteFile.h - Running clang and the rules over one input -*- C++ -*-===//
+//===- RewriteFile.h - Parsing one input for the rule engine ----*- C++ -*-===//
 #pragma once
 
 #include "PreambleCache.h"
-#include "accel/rewrites/Rules.h"
+#include "accel/rewrites/Engine.h"
 
 #include "clang/Tooling/CompilationDatabase.h"
 #include "clang/Tooling/Core/Replacement.h"
@@ -15,23 +15,8 @@
 
 namespace accel::tool {
 
-/// One replacement of the original text: Length bytes at Offset become Text. Lines and
-/// columns (1-based; the end is exclusive) locate it for reports.
-struct FixEdit {
-  unsigned Offset = 0, Length = 0;
-  std::string Text;
-  unsigned BeginLine = 0, BeginColumn = 0, EndLine = 0, EndColumn = 0;
-};
-
-/// One place a rule reports: an edit it makes (Rewrite) or a change it leaves to the user.
-struct RuleFinding {
-  std::string Rule; // "accel-backward"
-  bool Rewrite = true;
-  std::string File;
-  unsigned Line = 0, Column = 0; // 1-based; 0 when the rule had no location
-  std::string Message;
-  std::vector<FixEdit> Fix; // a rewrite's own edits, before formatting; empty for warnings
-};
+using accel::rewrites::FixEdit;
+using accel::rewrites::RuleFinding;
 
 /// One input before and after rewriting.
 struct FileRewrite {
@@ -58,8 +43,8 @@ struct FileRewrite {
 };
 
 /// Parses File with the compile command Compilations gives it, using the builtin headers in
-/// ResourceDir, and applies Rules to the main file: their edits are merged, applied and
-/// formatted with the file's .clang-format (LLVM style when there is none). Returns
+/// ResourceDir, and runs the rule engine (accel/rewrites/Engine.h) with Rules over the main
+/// file. Returns
 /// std::nullopt when clang reports errors. Clang's diagnostics go to ClangOutput (so that
 /// files analysed side by side do not interleave theirs). Contents, when given, stands for
 /// the file's text on disk (an editor's unsaved buffer). With Preambles, the file's include

@@ -1,0 +1,204 @@
+//===- ApplyEdits.cpp - Edits applied, in the file's own layout -----------===//
+//
+// A rewrite an expert would sign changes only the text it must: every line no rule edits
+// stays byte for byte, a line a rule inserts takes the indentation of its neighbours (tabs,
+// 2 or 4 spaces, whatever the file uses), and the file's .clang-format shapes only the text
+// the rules wrote, never the user's.
+//
+//===----------------------------------------------------------------------===//
+#include "accel/rewrites/Engine.h"
+
+#include "clang/Format/Format.h"
+
+#include <algorithm>
+
+namespace accel::rewrites {
+namespace {
+
+bool isBlank(char C) { return C == ' ' || C == '\t'; }
+
+/// The start of the line holding Offset.
+size_t lineStart(llvm::StringRef Code, size_t Offset) {
+  size_t Break = Code.rfind('\n', Offset == 0 ? 0 : Offset - 1);
+  return Offset == 0 || Break == llvm::StringRef::npos ? 0 : Break + 1;
+}
+
+/// The spaces and tabs a line starts with.
+llvm::StringRef indentationAt(llvm::StringRef Code, size_t LineStart) {
+  size_t End = LineStart;
+  while (End < Code.size() && isBlank(Code[End])) {
+    ++End;
+  }
+  return Code.slice(LineStart, End);
+}
+
+/// What the line starting at LineStart holds after its indentation, without the line break.
+llvm::StringRef lineContent(llvm::StringRef Code, size_t LineStart) {
+  llvm::StringRef Rest = Code.drop_front(LineStart);
+  return Rest.take_until([](char C) { return C == '\n'; }).trim();
+}
+
+/// One level of indentation in this file: a tab when lines are indented with tabs, else the
+/// smallest step between the indentations of consecutive lines (2 when nothing says).
+std::string indentationUnit(llvm::StringRef Code) {
+  size_t Smallest = 0, Previous = 0;
+  for (llvm::StringRef Rest = Code; !Rest.empty();) {
+    auto [Line, Next] = Rest.split('\n');
+    Rest = Next;
+    if (Line.trim().empty()) {
+      continue;
+    }
+    if (Line.starts_with("\t")) {
+      return "\t";
+    }
+    size_t Width = Line.size() - Line.ltrim(' ').size();
+    if (Width > Previous && (Smallest == 0 || Width - Previous < Smallest)) {
+      Smallest = Width - Previous;
+    }
+    Previous = Width;
+  }
+  return std::string(Smallest == 0 ? 2 : Smallest, ' ');
+}
+
+/// The indentation for whole lines inserted at the start of the line at Offset (in Code, the
+/// original text): that of the line they go before, or, before a closing brace, a blank line
+/// or the end of the file, that of the code above them (one level deeper after an opening
+/// brace).
+std::string indentationForLinesAt(llvm::StringRef Code, size_t Offset, llvm::StringRef Unit) {
+  llvm::StringRef Below = lineContent(Code, Offset);
+  if (!Below.empty() && !Below.starts_with("}") && Offset < Code.size()) {
+    return indentationAt(Code, Offset).str();
+  }
+  for (size_t Start = Offset; Start > 0;) {
+    Start = lineStart(Code, Start - 1);
+    llvm::StringRef Above = lineContent(Code, Start);
+    if (Above.empty()) {
+      continue;
+    }
+    std::string Indentation = indentationAt(Code, Start).str();
+    return Above.ends_with("{") ? Indentation + Unit.str() : Indentation;
+  }
+  return "";
+}
+
+/// Text with its leading blanks replaced by Indentation on every line it begins (preprocessor
+/// lines and empty lines get none). FirstBeginsLine: the text's first line begins a line.
+std::string indentLines(llvm::StringRef Text, bool FirstBeginsLine, llvm::StringRef Indentation) {
+  std::string Result;
+  bool BeginsLine = FirstBeginsLine;
+  while (!Text.empty()) {
+    auto [Line, Rest] = Text.split('\n');
+    bool HasBreak = Text.size() > Line.size();
+    if (BeginsLine) {
+      llvm::StringRef Content = Line.ltrim(" \t");
+      if (!Content.empty() && !Content.starts_with("#")) {
+        Result += Indentation;
+      }
+      Result += Content;
+    } else {
+      Result += Line;
+    }
+    if (HasBreak) {
+      Result += '\n';
+    }
+    BeginsLine = true;
+    Text = Rest;
+  }
+  return Result;
+}
+
+/// Edits whose inserted lines carry the indentation of their neighbours.
+clang::tooling::Replacements indentInsertedLines(llvm::StringRef Code,
+                                                 const clang::tooling::Replacements &Edits) {
+  std::string Unit = indentationUnit(Code);
+  clang::tooling::Replacements Result;
+  for (const clang::tooling::Replacement &R : Edits) {
+    llvm::StringRef Text = R.getReplacementText();
+    size_t Offset = R.getOffset();
+    std::string Indented = Text.str();
+    if (Text.contains('\n')) {
+      bool AtLineStart = Offset == 0 || Code[Offset - 1] == '\n';
+      // Lines inserted at a line start go before the code that follows the edit; lines that
+      // start inside the text (after a line break it inserts) continue the edited line.
+      std::string Indentation = AtLineStart
+                                    ? indentationForLinesAt(Code, Offset + R.getLength(), Unit)
+                                    : indentationAt(Code, lineStart(Code, Offset)).str();
+      Indented = indentLines(Text, AtLineStart, Indentation);
+    }
+    llvm::consumeError(Result.add(
+        clang::tooling::Replacement(R.getFilePath(), R.getOffset(), R.getLength(), Indented)));
+  }
+  return Result;
+}
+
+} // namespace
+
+std::string applyEdits(llvm::StringRef FileName, llvm::StringRef Code,
+                       const clang::tooling::Replacements &Edits,
+                       clang::tooling::Replacements &Composed) {
+  Composed = indentInsertedLines(Code, Edits);
+  if (Composed.empty()) {
+    return Code.str();
+  }
+  llvm::Expected<std::string> Applied = clang::tooling::applyAllReplacements(Code, Composed);
+  if (!Applied) {
+    llvm::consumeError(Applied.takeError());
+    Composed = clang::tooling::Replacements();
+    return Code.str();
+  }
+  llvm::Expected<clang::format::FormatStyle> Style =
+      clang::format::getStyle("file", FileName, "LLVM", Code);
+  clang::format::FormatStyle Chosen = clang::format::getLLVMStyle();
+  if (Style) {
+    Chosen = *Style;
+  } else {
+    llvm::consumeError(Style.takeError());
+  }
+  // Each line of text the edits wrote, in the new code, from its first to its last
+  // non-blank character: the only text formatting may change.
+  std::vector<clang::tooling::Range> Written;
+  long Delta = 0;
+  for (const clang::tooling::Replacement &R : Composed) {
+    llvm::StringRef Text = R.getReplacementText();
+    size_t Start = size_t(long(R.getOffset()) + Delta);
+    Delta += long(Text.size()) - long(R.getLength());
+    size_t LineOffset = 0;
+    for (llvm::StringRef Rest = Text; !Rest.empty();) {
+      auto [Line, Next] = Rest.split('\n');
+      size_t Leading = Line.find_first_not_of(" \t\r");
+      if (Leading != llvm::StringRef::npos) {
+        size_t Trailing = Line.find_last_not_of(" \t\r");
+        Written.emplace_back(unsigned(Start + LineOffset + Leading),
+                             unsigned(Trailing + 1 - Leading));
+      }
+      LineOffset += Line.size() + 1;
+      Rest = Next;
+    }
+  }
+  if (Written.empty()) {
+    return *Applied;
+  }
+  // clang-format also re-indents and re-wraps the lines around what it is asked to format;
+  // of its changes, only those inside the written text are taken.
+  clang::tooling::Replacements Formatting;
+  for (const clang::tooling::Replacement &F :
+       clang::format::reformat(Chosen, *Applied, Written, FileName)) {
+    bool Inside = std::any_of(Written.begin(), Written.end(), [&](const clang::tooling::Range &W) {
+      return F.getOffset() > W.getOffset() &&
+             F.getOffset() + F.getLength() < W.getOffset() + W.getLength();
+    });
+    if (Inside) {
+      llvm::consumeError(Formatting.add(F));
+    }
+  }
+  llvm::Expected<std::string> Formatted =
+      clang::tooling::applyAllReplacements(*Applied, Formatting);
+  if (!Formatted) {
+    llvm::consumeError(Formatted.takeError());
+    return *Applied;
+  }
+  Composed = Composed.merge(Formatting);
+  return *Formatted;
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,50 @@
+//===- Calls.h - Calls, expressions and their source text -------*- C++ -*-===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/ASTMatchers/ASTMatchers.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace accel::rewrites {
+
+/// "ns::Class::name" for a declaration, "" for none.
+std::string qualifiedName(const clang::NamedDecl *D);
+
+/// A call of the member function Method of the class QualifiedClass (e.g. "at::Tensor",
+/// "backward"): the one way the rules recognise "a call to Class::method".
+bool isMethodCall(const clang::Stmt *S, llvm::StringRef QualifiedClass, llvm::StringRef Method);
+/// The same as a matcher.
+AST_MATCHER_P2(clang::CXXMemberCallExpr, callsMethod, std::string, QualifiedClass, std::string,
+               Method) {
+  return isMethodCall(&Node, QualifiedClass, Method);
+}
+
+/// t.backward(...) on an at::Tensor, or torch::autograd::backward(...).
+bool isBackwardCall(const clang::Stmt *S);
+/// Whether S or a statement below it (lambda bodies included) is a backward call.
+bool containsBackward(const clang::Stmt *S);
+
+/// The expression as spelled: implicit conversions, temporaries and parentheses removed.
+const clang::Expr *spelled(const clang::Expr *E);
+/// The variable an expression names, through one dereference (`loader` or `*loader`).
+const clang::VarDecl *namedVar(const clang::Expr *Named);
+/// Arguments the user wrote (default arguments dropped).
+llvm::SmallVector<const clang::Expr *, 4> writtenArgs(const clang::CallExpr *Call);
+/// The object a member call is on, as an lvalue to pass along: `opt` for `opt.step()`, `*opt`
+/// for `opt->step()` (raw or smart pointer). Empty when it is not in one file.
+std::string calledObject(const clang::CXXMemberCallExpr *Call, const clang::ASTContext &Ctx);
+/// "'train'" for a named function, "a lambda" for a lambda's body.
+std::string functionLabel(const clang::FunctionDecl *Function);
+/// The source text of a node (empty when it is not in one file).
+std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
+
+/// Calls Visit on S and every statement below it (lambda bodies included).
+void forEachStmt(const clang::Stmt *S, llvm::function_ref<void(const clang::Stmt *)> Visit);
+
+} // namespace accel::rewrites

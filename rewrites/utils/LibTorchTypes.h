@@ -1,0 +1,33 @@
+//===- LibTorchTypes.h - The LibTorch types the rules match -----*- C++ -*-===//
+//
+// Matched by declaration (the qualified name of the class or a base), never by spelling:
+// `torch::Device`, `c10::Device` and a user's alias are one type.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/Type.h"
+#include "clang/ASTMatchers/ASTMatchers.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace accel::rewrites {
+
+/// True for T, const T, T& and T&& where T is (derived from) the class named QualifiedName.
+bool isClassOrDerived(clang::QualType Type, llvm::StringRef QualifiedName);
+bool isDeviceType(clang::QualType Type);      // c10::Device (torch::Device)
+bool isDeviceTypeEnum(clang::QualType Type);  // c10::DeviceType (torch::kCUDA)
+bool isScalarTypeEnum(clang::QualType Type);  // c10::ScalarType (torch::kFloat)
+bool isOptimizerType(clang::QualType Type);   // torch::optim::Optimizer and subclasses
+bool isSchedulerType(clang::QualType Type);   // torch::optim::LRScheduler and subclasses
+bool isAcceleratorType(clang::QualType Type); // accelerate::Accelerator
+/// A model: a ModuleHolder (TORCH_MODULE), a torch::nn::Module subclass, or a shared_ptr
+/// to one. Never a reference or pointer.
+bool isModelType(clang::QualType Type);
+
+/// The class a type names (through references and aliases), or null.
+const clang::CXXRecordDecl *recordOf(clang::QualType Type);
+
+AST_MATCHER(clang::QualType, isOptimizer) { return isOptimizerType(Node); }
+AST_MATCHER(clang::QualType, isAccelerator) { return isAcceleratorType(Node); }
+
+} // namespace accel::rewrites

@@ -1,0 +1,27 @@
+//===- SourceRanges.h - Where edits go in the text --------------*- C++ -*-===//
+#pragma once
+
+#include "clang/Basic/LangOptions.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/Tooling/Transformer/RangeSelector.h"
+#include "clang/Tooling/Transformer/RewriteRule.h"
+
+#include <string>
+
+namespace accel::rewrites {
+
+/// The statement bound to Id with its whole line (indentation and line break) when nothing
+/// else is on that line, else the statement and its semicolon.
+clang::transformer::RangeSelector wholeStatementLine(std::string Id);
+/// Where a new line goes before Loc: the start of Loc's line when only white space
+/// precedes Loc on it (the inserted text then ends with a line break), else Loc itself.
+clang::SourceLocation lineStartBefore(clang::SourceLocation Loc, const clang::SourceManager &SM);
+/// Where a new line goes after the token at Loc: the start of the next line when only white
+/// space or a // comment follows on Loc's line, else right after the token.
+clang::SourceLocation lineStartAfter(clang::SourceLocation Loc, const clang::SourceManager &SM,
+                                     const clang::LangOptions &LangOpts, bool &AtLineStart);
+
+/// An edit inserting Text at Loc (a file location).
+clang::transformer::Edit insertionAt(clang::SourceLocation Loc, std::string Text);
+
+} // namespace accel::rewrites

@@ -1,0 +1,125 @@
+// The analyses the rules share (rewrites/utils): the setup function and training loops.
+#include "snippet.h"
+#include "utils/SetupFunction.h"
+#include "utils/TrainingLoops.h"
+
+#include "clang/ASTMatchers/ASTMatchFinder.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace clang::ast_matchers;
+using accel::rewrites::analyzeSetup;
+using accel::rewrites::isTrainingStepLoop;
+using accel::rewrites::SetupInfo;
+
+constexpr const char *Model = R"cpp(#include <torch/torch.h>
+struct NetImpl : torch::nn::Module {
+  NetImpl() : fc(register_module("fc", torch::nn::Linear(4, 2))) {}
+  torch::Tensor forward(torch::Tensor x) { return fc(x); }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Net);
+)cpp";
+
+std::vector<std::string> names(llvm::ArrayRef<const clang::VarDecl *> Vars) {
+  std::vector<std::string> Names;
+  for (const clang::VarDecl *Var : Vars) {
+    Names.push_back(Var->getNameAsString());
+  }
+  return Names;
+}
+
+TEST(SetupFunction, FindsTheModelsOptimizerSchedulerAndWherePrepareGoes) {
+  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+void run() {
+  Net model;
+  Net unused;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  torch::optim::StepLR scheduler(optimizer, 10);
+  int epochs = 2;
+  for (int e = 0; e < epochs; ++e) {
+    auto loss = model->forward(torch::ones({1, 4})).sum();
+    loss.backward();
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
+  EXPECT_EQ(Info.Problem, "");
+  EXPECT_EQ(names(Info.Models), std::vector<std::string>{"model"});
+  EXPECT_EQ(names(Info.Optimizers), std::vector<std::string>{"optimizer"});
+  EXPECT_EQ(names(Info.Schedulers), std::vector<std::string>{"scheduler"});
+  ASSERT_NE(Info.LastDefinition, nullptr);
+  // The scheduler's line.
+  EXPECT_EQ(AST->getSourceManager().getSpellingLineNumber(Info.LastDefinition->getBeginLoc()), 13u);
+  ASSERT_NE(Info.TrainingLoop, nullptr);
+  EXPECT_TRUE(clang::isa<clang::ForStmt>(Info.TrainingLoop));
+}
+
+TEST(SetupFunction, AnOptimizerCreatedInsideALoopIsAProblemWithTheManualEdit) {
+  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+void run() {
+  Net model;
+  for (int e = 0; e < 2; ++e) {
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    model->forward(torch::ones({1, 4})).sum().backward();
+    optimizer.step();
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
+  EXPECT_EQ(Info.Problem, "optimizer 'optimizer' is created inside a loop or block of 'run'; "
+                          "create it once before the training loop and call accelerator.prepare "
+                          "on it there");
+  EXPECT_EQ(Info.LastDefinition, nullptr);
+}
+
+TEST(SetupFunction, TrainingBeforeTheOptimizerExistsIsAProblem) {
+  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+void run() {
+  Net model;
+  model->forward(torch::ones({1, 4})).sum().backward();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  for (int e = 0; e < 2; ++e) {
+    model->forward(torch::ones({1, 4})).sum().backward();
+    optimizer.step();
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
+  EXPECT_EQ(Info.Problem, "the training loop starts before the model, optimizer and scheduler are "
+                          "all created; call accelerator.prepare on them after they are created, "
+                          "before training");
+}
+
+TEST(TrainingLoops, OnlyTheLoopAroundTheBackwardCallRunsOneStepPerIteration) {
+  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+void run(Net model, torch::optim::SGD &optimizer) {
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int batch = 0; batch < 3; ++batch) {
+      model->forward(torch::ones({1, 4})).sum().backward();
+      optimizer.step();
+    }
+  }
+  while (false) {
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  clang::ASTContext &Ctx = AST->getASTContext();
+  auto Epoch = match(forStmt(hasLoopInit(declStmt(has(varDecl(hasName("epoch")))))).bind("l"), Ctx);
+  auto Batch = match(forStmt(hasLoopInit(declStmt(has(varDecl(hasName("batch")))))).bind("l"), Ctx);
+  auto While = match(whileStmt().bind("l"), Ctx);
+  ASSERT_EQ(Epoch.size(), 1u);
+  ASSERT_EQ(Batch.size(), 1u);
+  ASSERT_EQ(While.size(), 1u);
+  EXPECT_FALSE(isTrainingStepLoop(Epoch[0].getNodeAs<clang::Stmt>("l"), Ctx));
+  EXPECT_TRUE(isTrainingStepLoop(Batch[0].getNodeAs<clang::Stmt>("l"), Ctx));
+  EXPECT_FALSE(isTrainingStepLoop(While[0].getNodeAs<clang::Stmt>("l"), Ctx));
+}
+
+} // namespace
