@@ -33,13 +33,7 @@ at::Tensor all_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
   for (int64_t d = 0; d < tensor.dim(); ++d) {
     mine[1 + d] = tensor.size(d);
   }
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < group.size(); ++r) {
-    outputs[0].push_back(torch::empty_like(mine));
-  }
-  std::vector<at::Tensor> inputs{mine};
-  group.wait(group.backend().allgather(outputs, inputs), what + " (shape exchange)");
-  return torch::stack(outputs[0]);
+  return torch::stack(group.all_gather(mine, what + " (shape exchange)"));
 }
 
 void require_same_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
@@ -86,14 +80,7 @@ torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
     return input.clone();
   }
   require_same_shapes(*group, input, "gather");
-  input = input.contiguous();
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < group->size(); ++r) {
-    outputs[0].push_back(torch::empty_like(input));
-  }
-  std::vector<at::Tensor> inputs{input};
-  group->wait(group->backend().allgather(outputs, inputs), "gather");
-  return torch::cat(outputs[0], 0);
+  return torch::cat(group->all_gather(input.contiguous(), "gather"), 0);
 }
 
 torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor &tensor) {
@@ -113,10 +100,7 @@ torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string
   auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "reduce");
-    std::vector<at::Tensor> tensors{result};
-    c10d::AllreduceOptions options;
-    options.reduceOp = which;
-    group->wait(group->backend().allreduce(tensors, options), "reduce");
+    group->all_reduce(result, which, "reduce");
   }
   if (op == "mean") {
     result = result.is_floating_point() ? result.div_(num_processes())
@@ -132,10 +116,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
   auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "broadcast");
-    std::vector<at::Tensor> tensors{result};
-    c10d::BroadcastOptions options;
-    options.rootRank = src;
-    group->wait(group->backend().broadcast(tensors, options), "broadcast");
+    group->broadcast(result, src, "broadcast");
   }
   return result;
 }

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -16,8 +17,11 @@
 
 namespace accelerate {
 
+class Accelerator;
 namespace detail {
 struct Runtime;
+/// An Accelerator's state, for the runtime's own parts and its tests (runtime.h defines it).
+Runtime &runtime_of(Accelerator &accelerator);
 } // namespace detail
 
 /// Joins the job the launcher started (or runs as the only process when there is none),
@@ -235,23 +239,14 @@ public:
   /// torch::save on the main process only, written to a temporary file and renamed, so a
   /// crash never leaves a half-written file at `path`. Other processes wait for it.
   template <typename Value> void save(const Value &value, const std::string &path) {
-    if (is_main_process()) {
-      const std::string temporary = temporary_path_for(path);
-      try {
-        torch::save(value, temporary);
-      } catch (...) {
-        discard_temporary(temporary);
-        throw;
-      }
-      commit_temporary(temporary, path);
-    }
-    wait_for_everyone();
+    save_on_main_process(path, [&value](const std::string &file) { torch::save(value, file); });
   }
 
-  /// For the runtime's own parts (data loaders, tests); not needed in training code.
+private:
+  // The guards (nested classes) and the runtime's own parts reach the state through these.
+  friend detail::Runtime &detail::runtime_of(Accelerator &accelerator);
   detail::Runtime &runtime() { return *runtime_; }
 
-private:
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {
     if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
       prepare_module(model);
@@ -280,9 +275,10 @@ private:
   void prepare_optimizer(torch::optim::Optimizer &optimizer);
   void prepare_scheduler(torch::optim::LRScheduler &scheduler);
   std::shared_ptr<detail::LoaderContext> loader_context();
-  static std::string temporary_path_for(const std::string &path);
-  static void discard_temporary(const std::string &temporary);
-  static void commit_temporary(const std::string &temporary, const std::string &path);
+  /// save's work: `write` fills a temporary file on the main process, which then becomes
+  /// `path` atomically; every process returns once it is in place.
+  void save_on_main_process(const std::string &path,
+                            const std::function<void(const std::string &)> &write);
 
   std::unique_ptr<detail::Runtime> runtime_;
 };
