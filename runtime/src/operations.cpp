@@ -1,4 +1,5 @@
-// Collectives on tensors: gather, gather_for_metrics, reduce, broadcast, pad_across_processes.
+// Collectives on tensors (gather, gather_for_metrics, reduce, broadcast, pad_across_processes)
+// and on numbers (reduce).
 // Each checks first that every process passed a tensor of the same shape, so a mismatch is an
 // error naming the ranks and shapes instead of a hang or garbage.
 #include "accelerate/accelerator.h"
@@ -107,6 +108,42 @@ torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string
                                         : result.to(torch::kFloat64).div_(num_processes());
   }
   return result;
+}
+
+namespace {
+
+// The scalar reduce takes only the ops that keep a count or a sum meaningful.
+void check_scalar_op(const std::string &op) {
+  if (op != "sum" && op != "mean") {
+    throw std::invalid_argument("accelerate: reduce of a number takes \"sum\" or \"mean\", not \"" +
+                                op + "\"");
+  }
+}
+
+} // namespace
+
+int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
+  check_scalar_op(op);
+  auto *group = runtime_->group.get();
+  if (group == nullptr) {
+    return value;
+  }
+  auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->device));
+  group->sum(total, "reduce of a number");
+  const int64_t sum = total.item<int64_t>();
+  return op == "mean" ? sum / group->size() : sum;
+}
+
+double Accelerator::reduce_floating(double value, const std::string &op) {
+  check_scalar_op(op);
+  auto *group = runtime_->group.get();
+  if (group == nullptr) {
+    return value;
+  }
+  auto total = torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->device));
+  group->sum(total, "reduce of a number");
+  const double sum = total.item<double>();
+  return op == "mean" ? sum / group->size() : sum;
 }
 
 torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
