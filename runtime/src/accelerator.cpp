@@ -5,6 +5,7 @@
 #include "mixed_precision.h"
 #include "runtime.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/csrc/utils/tensor_flatten.h>
 #ifdef ACCEL_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -153,6 +154,8 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
+  rt.setting_checks = detail::SettingChecks::create(rt.info.rank == 0, rt.accumulation_steps(),
+                                                    rt.mixed_precision());
   if (rt.mixed_precision() == detail::MixedPrecision::FP16) {
     rt.scaler = std::make_unique<detail::GradScaler>(rt.options.grad_scaler, rt.device);
   }
@@ -199,6 +202,7 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &modul
   auto &rt = *runtime_;
   module->to(rt.device);
   rt.models.push_back(module);
+  rt.setting_checks->watch(module->parameters());
   if (!rt.group) {
     return;
   }
@@ -237,6 +241,9 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
     scaled = rt.scaler->scale(scaled); // fp16: keep small gradients above underflow
   }
   {
+    // Checks the guards of this step, and marks this backward as the accelerator's own.
+    detail::SettingChecks::Backward checked(*rt.setting_checks,
+                                            at::autocast::is_autocast_enabled(rt.device.type()));
     // Backward runs in the dtypes autocast chose for the forward pass, not under autocast.
     detail::AutocastOff autocast_off(rt.device.type());
     for (auto &sync : rt.gradient_syncs) {

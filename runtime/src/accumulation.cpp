@@ -9,6 +9,7 @@ namespace accelerate {
 Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
     : accelerator_(&accelerator) {
   auto &rt = accelerator.runtime();
+  rt.setting_checks->accumulate_guard_opened();
   // A cycle ends every N steps and with the last batch of a prepared loader, so no gradient
   // is left unapplied at the end of an epoch.
   if (rt.loader_context->end_of_dataloader) {
@@ -35,6 +36,7 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
   }
   // Outside a guard every backward synchronises again.
   auto &rt = accelerator_->runtime();
+  rt.setting_checks->accumulate_guard_closed();
   for (auto &sync : rt.gradient_syncs) {
     sync->set_enabled(true);
   }

@@ -46,6 +46,7 @@ Accelerator::AutocastGuard::AutocastGuard(Accelerator &accelerator) {
   if (precision == detail::MixedPrecision::No) {
     return;
   }
+  rt.setting_checks->autocast_guard_opened();
   active_ = true;
   device_type_ = rt.device.type();
   previous_enabled_ = at::autocast::is_autocast_enabled(device_type_);

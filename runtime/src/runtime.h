@@ -9,6 +9,7 @@
 #include "gradient_sync.h"
 #include "mixed_precision.h"
 #include "process_group.h"
+#include "setting_checks.h"
 
 #include <memory>
 #include <vector>
@@ -46,6 +47,9 @@ struct Runtime {
   bool step_was_skipped = false;      ///< the latest step(optimizer) met an fp16 overflow
 
   int64_t global_step = 0; ///< calls of backward
+
+  /// Warns when a step bypasses what gradient accumulation or mixed precision need.
+  std::shared_ptr<SettingChecks> setting_checks;
 };
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).
