@@ -1,9 +1,11 @@
 #include "accelerate/accelerator.h"
 
+#include "atomic_file.h"
 #include "environment_flag.h"
 #include "mixed_precision.h"
 #include "runtime.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/csrc/utils/tensor_flatten.h>
 #ifdef ACCEL_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -12,13 +14,9 @@
 #endif
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
-#include <filesystem>
 #include <map>
 #include <mutex>
-#include <unistd.h>
 
 namespace accelerate {
 namespace {
@@ -58,12 +56,7 @@ Options resolve(Options options) {
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
   }
-  if (options.mixed_precision != "no" && options.mixed_precision != "bf16" &&
-      options.mixed_precision != "fp16") {
-    throw std::invalid_argument("accelerate: mixed_precision is '" + options.mixed_precision +
-                                "'; it must be no, bf16 or fp16 (ACCELERATE_MIXED_PRECISION or "
-                                "Options)");
-  }
+  detail::parse_mixed_precision(options.mixed_precision); // throws on anything else
   if (options.project_dir.empty()) {
     options.project_dir = environment("ACCELERATE_PROJECT_DIR").value_or(".");
   }
@@ -137,11 +130,9 @@ void broadcast_from_main(detail::ProcessGroup &group, std::vector<torch::Tensor>
   }
   torch::NoGradGuard no_grad;
   for (auto &[kind, group_tensors] : by_kind) {
-    std::vector<at::Tensor> flat{torch::utils::flatten_dense_tensors(group_tensors)};
-    c10d::BroadcastOptions options;
-    options.rootRank = 0;
-    group.wait(group.backend().broadcast(flat, options), "broadcast of the model's state");
-    auto pieces = torch::utils::unflatten_dense_tensors(flat[0], group_tensors);
+    const auto flat = torch::utils::flatten_dense_tensors(group_tensors);
+    group.broadcast(flat, 0, "broadcast of the model's state");
+    auto pieces = torch::utils::unflatten_dense_tensors(flat, group_tensors);
     for (size_t i = 0; i < group_tensors.size(); ++i) {
       group_tensors[i].copy_(pieces[i]);
     }
@@ -154,6 +145,8 @@ std::atomic<int> g_live_accelerators{0};
 
 int detail::live_accelerators() { return g_live_accelerators.load(); }
 
+detail::Runtime &detail::runtime_of(Accelerator &accelerator) { return accelerator.runtime(); }
+
 Accelerator::Accelerator() : Accelerator(Options{}) {}
 
 Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<detail::Runtime>()) {
@@ -161,9 +154,9 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
-  rt.accumulation_steps = *rt.options.gradient_accumulation_steps;
-  rt.mixed_precision = rt.options.mixed_precision;
-  if (rt.mixed_precision == "fp16") {
+  rt.setting_checks = detail::SettingChecks::create(rt.info.rank == 0, rt.accumulation_steps(),
+                                                    rt.mixed_precision());
+  if (rt.mixed_precision() == detail::MixedPrecision::FP16) {
     rt.scaler = std::make_unique<detail::GradScaler>(rt.options.grad_scaler, rt.device);
   }
   if (rt.device.is_cuda()) {
@@ -183,17 +176,15 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
       auto group = weak_group.lock();
       TORCH_CHECK(group, "accelerate: a prepared data loader outlived its Accelerator");
       // The length first, then the indices.
-      std::vector<at::Tensor> length{torch::tensor({static_cast<int64_t>(indices.size())})};
-      c10d::BroadcastOptions options;
-      options.rootRank = 0;
-      group->wait(group->backend().broadcast(length, options), "broadcast of the epoch's order");
-      std::vector<at::Tensor> order{group->rank() == 0
-                                        ? torch::tensor(indices, torch::kInt64)
-                                        : torch::empty({length[0].item<int64_t>()}, torch::kInt64)};
-      if (order[0].numel() > 0) {
-        group->wait(group->backend().broadcast(order, options), "broadcast of the epoch's order");
+      const auto length = torch::tensor({static_cast<int64_t>(indices.size())});
+      group->broadcast(length, 0, "broadcast of the epoch's order");
+      const auto order = group->rank() == 0
+                             ? torch::tensor(indices, torch::kInt64)
+                             : torch::empty({length[0].item<int64_t>()}, torch::kInt64);
+      if (order.numel() > 0) {
+        group->broadcast(order, 0, "broadcast of the epoch's order");
       }
-      indices.assign(order[0].data_ptr<int64_t>(), order[0].data_ptr<int64_t>() + order[0].numel());
+      indices.assign(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
     };
   }
   // Counted last: a constructor that throws leaves no live Accelerator behind.
@@ -211,6 +202,7 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &modul
   auto &rt = *runtime_;
   module->to(rt.device);
   rt.models.push_back(module);
+  rt.setting_checks->watch(module->parameters());
   if (!rt.group) {
     return;
   }
@@ -243,12 +235,15 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
                            std::optional<bool> retain_graph, bool create_graph) {
   auto &rt = *runtime_;
   // Accumulating N steps sums N gradients: each contributes 1/N, as one step over N batches.
-  const int steps = rt.accumulation_steps;
+  const int steps = rt.accumulation_steps();
   auto scaled = steps > 1 ? loss / steps : loss;
   if (rt.scaler) {
     scaled = rt.scaler->scale(scaled); // fp16: keep small gradients above underflow
   }
   {
+    // Checks the guards of this step, and marks this backward as the accelerator's own.
+    detail::SettingChecks::Backward checked(*rt.setting_checks,
+                                            at::autocast::is_autocast_enabled(rt.device.type()));
     // Backward runs in the dtypes autocast chose for the forward pass, not under autocast.
     detail::AutocastOff autocast_off(rt.device.type());
     for (auto &sync : rt.gradient_syncs) {
@@ -295,35 +290,12 @@ Accelerator::MainProcessFirst::~MainProcessFirst() {
   }
 }
 
-std::string Accelerator::temporary_path_for(const std::string &path) {
-  return path + ".tmp-" + std::to_string(getpid());
-}
-
-void Accelerator::discard_temporary(const std::string &temporary) {
-  std::error_code ignored;
-  std::filesystem::remove(temporary, ignored);
-}
-
-void Accelerator::commit_temporary(const std::string &temporary, const std::string &path) {
-  // Data on disk before the rename makes it visible, so a crash leaves the old file or the new.
-  const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
+void Accelerator::save_on_main_process(const std::string &path,
+                                       const std::function<void(const std::string &)> &write) {
+  if (is_main_process()) {
+    detail::write_atomically(path, write);
   }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    discard_temporary(temporary);
-    throw std::runtime_error("accelerate: cannot move the saved file into place at " + path + ": " +
-                             error.message());
-  }
-  const auto parent = std::filesystem::absolute(path).parent_path();
-  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  wait_for_everyone();
 }
 
 void set_seed(uint64_t seed) { torch::manual_seed(seed); }

@@ -9,13 +9,14 @@ namespace accelerate {
 Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
     : accelerator_(&accelerator) {
   auto &rt = accelerator.runtime();
+  rt.setting_checks->accumulate_guard_opened();
   // A cycle ends every N steps and with the last batch of a prepared loader, so no gradient
   // is left unapplied at the end of an epoch.
   if (rt.loader_context->end_of_dataloader) {
     rt.accumulation_step = 0;
     rt.sync_gradients = true;
   } else {
-    rt.accumulation_step = (rt.accumulation_step + 1) % rt.accumulation_steps;
+    rt.accumulation_step = (rt.accumulation_step + 1) % rt.accumulation_steps();
     rt.sync_gradients = rt.accumulation_step == 0;
   }
   rt.optimizer_stepped = false;
@@ -35,6 +36,7 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
   }
   // Outside a guard every backward synchronises again.
   auto &rt = accelerator_->runtime();
+  rt.setting_checks->accumulate_guard_closed();
   for (auto &sync : rt.gradient_syncs) {
     sync->set_enabled(true);
   }
@@ -42,7 +44,7 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
 
 bool Accelerator::sync_gradients() const { return runtime_->sync_gradients; }
 
-int Accelerator::gradient_accumulation_steps() const { return runtime_->accumulation_steps; }
+int Accelerator::gradient_accumulation_steps() const { return runtime_->accumulation_steps(); }
 
 bool Accelerator::step(torch::optim::Optimizer &optimizer) {
   auto &rt = *runtime_;
@@ -68,7 +70,7 @@ bool Accelerator::step(torch::optim::Optimizer &optimizer) {
 bool Accelerator::step(torch::optim::LRScheduler &scheduler) {
   // Outside accumulate() there is no cycle: the scheduler follows the program's calls, except
   // after an fp16 step skipped for overflow.
-  const bool in_cycle = runtime_->accumulation_steps > 1;
+  const bool in_cycle = runtime_->accumulation_steps() > 1;
   if ((in_cycle && !runtime_->optimizer_stepped) || runtime_->step_was_skipped) {
     return false;
   }
@@ -80,7 +82,7 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
   // Without accumulation every step is whole: clear as asked. With it, keep the gradients of
   // a cycle until the optimizer has used them, wherever the loop calls zero_grad (first in
   // the step, as LibTorch's examples do, or after the step).
-  if (runtime_->accumulation_steps == 1 || !runtime_->unapplied_gradients) {
+  if (runtime_->accumulation_steps() == 1 || !runtime_->unapplied_gradients) {
     optimizer.zero_grad(set_to_none);
   }
 }

@@ -47,11 +47,11 @@ void agree(detail::Runtime &rt, const std::string &my_error, const std::string &
     }
     return;
   }
-  std::vector<at::Tensor> failed{torch::zeros({rt.info.world_size}, torch::kInt32)};
-  failed[0][rt.info.rank] = my_error.empty() ? 0 : 1;
-  failed[0] = failed[0].to(rt.device);
-  rt.group->wait(rt.group->backend().allreduce(failed), what);
-  const auto flags = failed[0].cpu();
+  auto failed = torch::zeros({rt.info.world_size}, torch::kInt32);
+  failed[rt.info.rank] = my_error.empty() ? 0 : 1;
+  failed = failed.to(rt.device);
+  rt.group->sum(failed, what);
+  const auto flags = failed.cpu();
   if (!my_error.empty()) {
     throw std::runtime_error(my_error);
   }
@@ -306,35 +306,39 @@ std::string Accelerator::save_state(const std::string &directory) {
         "save_state (creating " + staging.string() + ")");
 
   agree(rt, attempt([&] {
-          detail::write_durably(staging / process_file(rt.info.rank),
-                                [&](const std::string &path) { save_process_state(rt, path); });
+          detail::write_checkpoint_file(
+              staging / process_file(rt.info.rank),
+              [&](const std::string &path) { save_process_state(rt, path); });
           if (!is_main_process()) {
             return;
           }
           for (size_t i = 0; i < rt.models.size(); ++i) {
-            detail::write_durably(staging / file_for("model", i), [&](const std::string &path) {
-              torch::serialize::OutputArchive archive;
-              rt.models[i]->save(archive);
-              archive.save_to(path);
-            });
+            detail::write_checkpoint_file(staging / file_for("model", i),
+                                          [&](const std::string &path) {
+                                            torch::serialize::OutputArchive archive;
+                                            rt.models[i]->save(archive);
+                                            archive.save_to(path);
+                                          });
           }
           for (size_t i = 0; i < rt.optimizers.size(); ++i) {
-            detail::write_durably(staging / file_for("optimizer", i), [&](const std::string &path) {
-              torch::serialize::OutputArchive archive;
-              rt.optimizers[i]->save(archive);
-              archive.save_to(path);
-            });
+            detail::write_checkpoint_file(staging / file_for("optimizer", i),
+                                          [&](const std::string &path) {
+                                            torch::serialize::OutputArchive archive;
+                                            rt.optimizers[i]->save(archive);
+                                            archive.save_to(path);
+                                          });
           }
           for (size_t i = 0; i < rt.schedulers.size(); ++i) {
-            detail::write_durably(staging / file_for("scheduler", i), [&](const std::string &path) {
-              torch::serialize::OutputArchive archive;
-              archive.write("step_count", torch::tensor(static_cast<int64_t>(
-                                              SchedulerPosition::of(*rt.schedulers[i]))));
-              archive.save_to(path);
-            });
+            detail::write_checkpoint_file(
+                staging / file_for("scheduler", i), [&](const std::string &path) {
+                  torch::serialize::OutputArchive archive;
+                  archive.write("step_count", torch::tensor(static_cast<int64_t>(
+                                                  SchedulerPosition::of(*rt.schedulers[i]))));
+                  archive.save_to(path);
+                });
           }
           if (rt.scaler) {
-            detail::write_durably(staging / "scaler.pt", [&](const std::string &path) {
+            detail::write_checkpoint_file(staging / "scaler.pt", [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
               rt.scaler->save(archive);
               archive.save_to(path);
@@ -352,18 +356,18 @@ std::string Accelerator::save_state(const std::string &directory) {
               {"optimizers", rt.optimizers.size()},
               {"schedulers", rt.schedulers.size()},
               {"loaders", live_loaders(rt).size()},
-              {"mixed_precision", rt.mixed_precision},
+              {"mixed_precision", rt.options.mixed_precision},
               {"global_step", rt.global_step},
           };
-          detail::write_durably(staging / detail::kCheckpointManifest,
-                                [&](const std::string &path) {
-                                  std::ofstream out(path, std::ios::trunc);
-                                  out << manifest.dump(2) << '\n';
-                                  out.close();
-                                  if (!out) {
-                                    throw std::runtime_error("the write failed");
-                                  }
-                                });
+          detail::write_checkpoint_file(staging / detail::kCheckpointManifest,
+                                        [&](const std::string &path) {
+                                          std::ofstream out(path, std::ios::trunc);
+                                          out << manifest.dump(2) << '\n';
+                                          out.close();
+                                          if (!out) {
+                                            throw std::runtime_error("the write failed");
+                                          }
+                                        });
           if (!target.parent_path().empty()) {
             fs::create_directories(target.parent_path());
           }

@@ -1,14 +1,10 @@
 #include "checkpoint_directory.h"
 
+#include "atomic_file.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
-#include <stdexcept>
-#include <stdio.h>
-#include <unistd.h>
 
 namespace accelerate::detail {
 namespace fs = std::filesystem;
@@ -16,21 +12,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char *kAutomaticPrefix = "checkpoint_";
-
-void fsync_path(const fs::path &path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) {
-    throw std::runtime_error("accelerate: cannot open " + path.string() +
-                             " to flush it to disk: " + std::strerror(errno));
-  }
-  const int result = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  if (result != 0) {
-    throw std::runtime_error("accelerate: cannot flush " + path.string() +
-                             " to disk: " + std::strerror(error));
-  }
-}
 
 // Crash-safety tests set ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES=N to have this process
 // killed (SIGKILL, no clean-up) once it has written N checkpoint files.
@@ -85,35 +66,20 @@ fs::path staging_directory_for(const fs::path &final_directory) {
   return parent / ("." + name.string() + ".accelerate-staging");
 }
 
-void write_durably(const fs::path &path, const std::function<void(const std::string &)> &write) {
+void write_checkpoint_file(const fs::path &path,
+                           const std::function<void(const std::string &)> &write) {
   maybe_die_for_test();
-  try {
-    write(path.string());
-  } catch (const std::exception &error) {
-    throw std::runtime_error("accelerate: cannot write " + path.string() + ": " + error.what());
-  }
-  fsync_path(path, false);
+  write_durably(path, write);
 }
 
 void publish_directory(const fs::path &staging, const fs::path &final_directory) {
   maybe_die_for_test();
-  fsync_path(staging, true);
-  const fs::path parent = fs::absolute(final_directory).parent_path();
   if (fs::exists(final_directory)) {
     // Swap the two directories in one step: at every moment the name holds a whole checkpoint.
-    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, final_directory.c_str(),
-                    RENAME_EXCHANGE) != 0) {
-      throw std::runtime_error("accelerate: cannot replace " + final_directory.string() + ": " +
-                               std::strerror(errno));
-    }
-    fsync_path(parent, true);
+    exchange_durably(staging, final_directory);
     fs::remove_all(staging); // now the previous checkpoint
   } else {
-    if (::rename(staging.c_str(), final_directory.c_str()) != 0) {
-      throw std::runtime_error("accelerate: cannot move the checkpoint into place at " +
-                               final_directory.string() + ": " + std::strerror(errno));
-    }
-    fsync_path(parent, true);
+    rename_durably(staging, final_directory);
   }
 }
 

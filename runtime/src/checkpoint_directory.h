@@ -15,10 +15,10 @@ inline constexpr const char *kCheckpointManifest = "checkpoint.json";
 /// Where save_state stages `final_directory` before renaming it into place.
 std::filesystem::path staging_directory_for(const std::filesystem::path &final_directory);
 
-/// Writes `path` with `write` (which gets the path to write to) and flushes it to disk.
-/// Throws with the path in the message when it fails.
-void write_durably(const std::filesystem::path &path,
-                   const std::function<void(const std::string &)> &write);
+/// Writes one file of a staged checkpoint with `write` (which gets the path to write to) and
+/// flushes it to disk. Throws with the path in the message when it fails.
+void write_checkpoint_file(const std::filesystem::path &path,
+                           const std::function<void(const std::string &)> &write);
 
 /// Flushes `staging` to disk and puts it at `final_directory` in one atomic step, replacing an
 /// older checkpoint there (which is then removed).

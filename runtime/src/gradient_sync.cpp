@@ -203,18 +203,8 @@ void GradientSync::launch_ready_buckets() {
     auto &bucket = buckets_[next_bucket_to_launch_];
     bucket.flat.mul_(scale); // average: pre-divided, as DDP does, to keep sums in range
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
-    if (auto *shared_memory = group_->shared_memory(); shared_memory && bucket.flat.is_cpu()) {
-      // Done here and now: on the CPU the sum is memory copies the cores would do anyway,
-      // so there is nothing to overlap it with.
-      try {
-        shared_memory->sum(bucket.flat);
-      } catch (const std::exception &error) {
-        throw group_->failure(bucket_text(next_bucket_to_launch_), error);
-      }
-    } else {
-      std::vector<at::Tensor> tensors{bucket.flat};
-      bucket.work = group_->backend().allreduce(tensors);
-    }
+    // Waited for in finalize(), unless the group summed it at once (no work then).
+    bucket.work = group_->start_sum(bucket.flat, bucket_text(next_bucket_to_launch_));
     ++next_bucket_to_launch_;
   }
 }

@@ -7,8 +7,29 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <stdexcept>
+
 namespace accelerate {
 namespace detail {
+
+MixedPrecision parse_mixed_precision(const std::string &text) {
+  if (text == "no") {
+    return MixedPrecision::No;
+  }
+  if (text == "bf16") {
+    return MixedPrecision::BF16;
+  }
+  if (text == "fp16") {
+    return MixedPrecision::FP16;
+  }
+  throw std::invalid_argument("accelerate: mixed_precision is '" + text +
+                              "'; it must be no, bf16 or fp16 (ACCELERATE_MIXED_PRECISION or "
+                              "Options)");
+}
+
+c10::ScalarType autocast_dtype(MixedPrecision precision) {
+  return precision == MixedPrecision::FP16 ? at::kHalf : at::kBFloat16;
+}
 
 AutocastOff::AutocastOff(c10::DeviceType device_type)
     : device_type_(device_type), previous_enabled_(at::autocast::is_autocast_enabled(device_type)) {
@@ -20,17 +41,18 @@ AutocastOff::~AutocastOff() { at::autocast::set_autocast_enabled(device_type_, p
 } // namespace detail
 
 Accelerator::AutocastGuard::AutocastGuard(Accelerator &accelerator) {
-  const auto &rt = accelerator.runtime();
-  if (rt.mixed_precision == "no") {
+  auto &rt = accelerator.runtime();
+  const auto precision = rt.mixed_precision();
+  if (precision == detail::MixedPrecision::No) {
     return;
   }
+  rt.setting_checks->autocast_guard_opened();
   active_ = true;
   device_type_ = rt.device.type();
   previous_enabled_ = at::autocast::is_autocast_enabled(device_type_);
   previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
   at::autocast::set_autocast_enabled(device_type_, true);
-  at::autocast::set_autocast_dtype(device_type_,
-                                   rt.mixed_precision == "bf16" ? at::kBFloat16 : at::kHalf);
+  at::autocast::set_autocast_dtype(device_type_, detail::autocast_dtype(precision));
   at::autocast::increment_nesting();
 }
 
@@ -53,7 +75,9 @@ Accelerator::AutocastGuard::~AutocastGuard() {
   at::autocast::set_autocast_dtype(device_type_, previous_dtype_);
 }
 
-const std::string &Accelerator::mixed_precision() const { return runtime_->mixed_precision; }
+const std::string &Accelerator::mixed_precision() const {
+  return runtime_->options.mixed_precision;
+}
 
 double Accelerator::loss_scale() const {
   return runtime_->scaler ? runtime_->scaler->current_scale() : 1.0;

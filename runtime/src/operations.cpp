@@ -1,4 +1,5 @@
-// Collectives on tensors: gather, gather_for_metrics, reduce, broadcast, pad_across_processes.
+// Collectives on tensors (gather, gather_for_metrics, reduce, broadcast, pad_across_processes)
+// and on numbers (reduce).
 // Each checks first that every process passed a tensor of the same shape, so a mismatch is an
 // error naming the ranks and shapes instead of a hang or garbage.
 #include "accelerate/accelerator.h"
@@ -33,13 +34,7 @@ at::Tensor all_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
   for (int64_t d = 0; d < tensor.dim(); ++d) {
     mine[1 + d] = tensor.size(d);
   }
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < group.size(); ++r) {
-    outputs[0].push_back(torch::empty_like(mine));
-  }
-  std::vector<at::Tensor> inputs{mine};
-  group.wait(group.backend().allgather(outputs, inputs), what + " (shape exchange)");
-  return torch::stack(outputs[0]);
+  return torch::stack(group.all_gather(mine, what + " (shape exchange)"));
 }
 
 void require_same_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
@@ -86,14 +81,7 @@ torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
     return input.clone();
   }
   require_same_shapes(*group, input, "gather");
-  input = input.contiguous();
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < group->size(); ++r) {
-    outputs[0].push_back(torch::empty_like(input));
-  }
-  std::vector<at::Tensor> inputs{input};
-  group->wait(group->backend().allgather(outputs, inputs), "gather");
-  return torch::cat(outputs[0], 0);
+  return torch::cat(group->all_gather(input.contiguous(), "gather"), 0);
 }
 
 torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor &tensor) {
@@ -113,16 +101,49 @@ torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string
   auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "reduce");
-    std::vector<at::Tensor> tensors{result};
-    c10d::AllreduceOptions options;
-    options.reduceOp = which;
-    group->wait(group->backend().allreduce(tensors, options), "reduce");
+    group->all_reduce(result, which, "reduce");
   }
   if (op == "mean") {
     result = result.is_floating_point() ? result.div_(num_processes())
                                         : result.to(torch::kFloat64).div_(num_processes());
   }
   return result;
+}
+
+namespace {
+
+// The scalar reduce takes only the ops that keep a count or a sum meaningful.
+void check_scalar_op(const std::string &op) {
+  if (op != "sum" && op != "mean") {
+    throw std::invalid_argument("accelerate: reduce of a number takes \"sum\" or \"mean\", not \"" +
+                                op + "\"");
+  }
+}
+
+} // namespace
+
+int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
+  check_scalar_op(op);
+  auto *group = runtime_->group.get();
+  if (group == nullptr) {
+    return value;
+  }
+  auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->device));
+  group->sum(total, "reduce of a number");
+  const int64_t sum = total.item<int64_t>();
+  return op == "mean" ? sum / group->size() : sum;
+}
+
+double Accelerator::reduce_floating(double value, const std::string &op) {
+  check_scalar_op(op);
+  auto *group = runtime_->group.get();
+  if (group == nullptr) {
+    return value;
+  }
+  auto total = torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->device));
+  group->sum(total, "reduce of a number");
+  const double sum = total.item<double>();
+  return op == "mean" ? sum / group->size() : sum;
 }
 
 torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
@@ -132,10 +153,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
   auto *group = runtime_->group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "broadcast");
-    std::vector<at::Tensor> tensors{result};
-    c10d::BroadcastOptions options;
-    options.rootRank = src;
-    group->wait(group->backend().broadcast(tensors, options), "broadcast");
+    group->broadcast(result, src, "broadcast");
   }
   return result;
 }

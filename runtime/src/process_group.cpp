@@ -207,6 +207,64 @@ std::runtime_error ProcessGroup::failure(const std::string &what,
                             " (a peer may have exited or timed out): " + error.what());
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroup::start_sum(const at::Tensor &tensor,
+                                                       const std::string &what) {
+  // The choice depends only on what every rank shares (the group, the device type), never on
+  // one rank's tensor layout: ranks that chose differently would wait for each other forever.
+  if (shared_memory_ && tensor.is_cpu()) {
+    try {
+      if (tensor.is_contiguous()) {
+        shared_memory_->sum(tensor);
+      } else {
+        auto dense = tensor.contiguous();
+        shared_memory_->sum(dense);
+        tensor.copy_(dense);
+      }
+    } catch (const std::exception &error) {
+      throw failure(what, error);
+    }
+    return {};
+  }
+  std::vector<at::Tensor> tensors{tensor};
+  return backend_->allreduce(tensors);
+}
+
+void ProcessGroup::sum(const at::Tensor &tensor, const std::string &what) {
+  if (auto work = start_sum(tensor, what)) {
+    wait(work, what);
+  }
+}
+
+void ProcessGroup::all_reduce(const at::Tensor &tensor, c10d::ReduceOp op,
+                              const std::string &what) {
+  if (op == c10d::ReduceOp::SUM) {
+    sum(tensor, what);
+    return;
+  }
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = op;
+  wait(backend_->allreduce(tensors, options), what);
+}
+
+void ProcessGroup::broadcast(const at::Tensor &tensor, int root, const std::string &what) {
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  wait(backend_->broadcast(tensors, options), what);
+}
+
+std::vector<at::Tensor> ProcessGroup::all_gather(const at::Tensor &tensor,
+                                                 const std::string &what) {
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < size_; ++r) {
+    outputs[0].push_back(at::empty_like(tensor));
+  }
+  std::vector<at::Tensor> inputs{tensor};
+  wait(backend_->allgather(outputs, inputs), what);
+  return std::move(outputs[0]);
+}
+
 void ProcessGroup::barrier() {
   c10d::BarrierOptions options;
   options.timeout = timeout_;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace accelerate::detail {
 
@@ -44,12 +45,28 @@ public:
   SharedMemoryAllreduce *shared_memory() const { return shared_memory_.get(); }
   const std::string &shared_memory_unused_because() const { return shared_memory_unused_; }
 
+  // Collectives. `what` names the collective in errors. The group picks the transport, as
+  // ProcessGroupNCCL hides its intra-node path: CPU sums go through shared memory when the
+  // group has it, everything else through the backend (Gloo or NCCL).
+
+  /// Starts replacing `tensor` by its sum over the processes. Returns the work to wait for, or
+  /// null when the sum is already done (shared memory sums at once: on the CPU it is memory
+  /// copies the cores would do anyway, so there is nothing to overlap it with).
+  c10::intrusive_ptr<c10d::Work> start_sum(const at::Tensor &tensor, const std::string &what);
+  /// Replaces `tensor` by its sum over the processes.
+  void sum(const at::Tensor &tensor, const std::string &what);
+  /// Replaces `tensor` by its minimum, maximum, ... over the processes (SUM as sum()).
+  void all_reduce(const at::Tensor &tensor, c10d::ReduceOp op, const std::string &what);
+  /// Replaces `tensor` by process `root`'s.
+  void broadcast(const at::Tensor &tensor, int root, const std::string &what);
+  /// Every process's `tensor` (same shape everywhere), in rank order.
+  std::vector<at::Tensor> all_gather(const at::Tensor &tensor, const std::string &what);
+  void barrier();
+
   /// Waits for `work`, turning c10d's errors into one that says which collective failed.
   void wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const;
   /// The error for a collective `what` that failed with `error`: which, where, why.
   std::runtime_error failure(const std::string &what, const std::exception &error) const;
-
-  void barrier();
 
 private:
   ProcessGroup() = default;

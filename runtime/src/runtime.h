@@ -7,7 +7,9 @@
 #include "accelerate/state.h"
 #include "grad_scaler.h"
 #include "gradient_sync.h"
+#include "mixed_precision.h"
 #include "process_group.h"
+#include "setting_checks.h"
 
 #include <memory>
 #include <vector>
@@ -16,7 +18,12 @@ namespace accelerate::detail {
 
 struct Runtime {
   ProcessInfo info;
+  /// As resolved from the code and the environment (every optional set, every value checked):
+  /// the one place the settings live.
   Options options;
+  int accumulation_steps() const { return *options.gradient_accumulation_steps; }
+  MixedPrecision mixed_precision() const { return parse_mixed_precision(options.mixed_precision); }
+
   torch::Device device = torch::kCPU;
   /// Null in a one-process job: nothing is communicated and nothing added to the step.
   std::shared_ptr<ProcessGroup> group;
@@ -28,7 +35,6 @@ struct Runtime {
   std::vector<torch::optim::LRScheduler *> schedulers;
 
   // Gradient accumulation (Accelerator::accumulate).
-  int accumulation_steps = 1;
   int accumulation_step = 0;      ///< steps since the last synchronised one
   bool sync_gradients = true;     ///< this training step communicates and steps
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step
@@ -37,11 +43,13 @@ struct Runtime {
   bool unapplied_gradients = false;
 
   // Mixed precision.
-  std::string mixed_precision = "no";
   std::unique_ptr<GradScaler> scaler; ///< under fp16 only
   bool step_was_skipped = false;      ///< the latest step(optimizer) met an fp16 overflow
 
   int64_t global_step = 0; ///< calls of backward
+
+  /// Warns when a step bypasses what gradient accumulation or mixed precision need.
+  std::shared_ptr<SettingChecks> setting_checks;
 };
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).

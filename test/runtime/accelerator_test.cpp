@@ -143,7 +143,7 @@ TEST(Accelerator, SingleProcessFacts) {
   EXPECT_TRUE(accelerator.is_main_process());
   EXPECT_TRUE(accelerator.is_local_main_process());
   EXPECT_EQ(accelerator.device(), torch::Device(torch::kCPU));
-  EXPECT_TRUE(accelerator.runtime().gradient_syncs.empty());
+  EXPECT_TRUE(accelerate::detail::runtime_of(accelerator).gradient_syncs.empty());
 }
 
 // Four 256x256 layers (256 KiB of gradient each) with 300 KB buckets: one layer per bucket.
@@ -171,7 +171,7 @@ TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
     accelerate::Accelerator accelerator(options);
     DeepNet model;
     accelerator.prepare(model);
-    auto &sync = *accelerator.runtime().gradient_syncs.at(0);
+    auto &sync = *accelerate::detail::runtime_of(accelerator).gradient_syncs.at(0);
     ASSERT_EQ(sync.bucket_count(), 4u);
 
     auto loss = model->forward(torch::randn({32, 256})).pow(2).mean();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <type_traits>
 #include <unistd.h>
 
 namespace {
@@ -42,6 +43,47 @@ TEST(Operations, GatherReduceBroadcastPad) {
     }
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Numbers a training loop keeps (running loss, correct counts, samples seen), combined across
+// processes in the type they have.
+TEST(Operations, ReduceOfNumbersSumsAndAveragesInTheirOwnType) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator;
+    const int r = peer.rank;
+    const int sum_int = accelerator.reduce(r + 1);
+    EXPECT_EQ(sum_int, 3);
+    EXPECT_EQ(accelerator.reduce(10 * r + 1, "mean"), 6); // (1 + 11) / 2
+    const size_t seen = accelerator.reduce(static_cast<size_t>(30000));
+    EXPECT_EQ(seen, 60000u);
+    // Exactly, beyond what a double holds: 2^53 + 1 and 2.
+    const int64_t large = accelerator.reduce(r == 0 ? (int64_t{1} << 53) + 1 : int64_t{2});
+    EXPECT_EQ(large, (int64_t{1} << 53) + 3);
+    const float loss = accelerator.reduce(r == 0 ? 0.25f : 0.5f);
+    EXPECT_EQ(loss, 0.75f);
+    const double accuracy = accelerator.reduce(r == 0 ? 0.5 : 0.75, "mean");
+    EXPECT_EQ(accuracy, 0.625);
+    static_assert(std::is_same_v<decltype(accelerator.reduce(1.0f)), float>);
+    static_assert(std::is_same_v<decltype(accelerator.reduce(size_t{1})), size_t>);
+    static_assert(std::is_same_v<decltype(accelerator.reduce(torch::ones({1}))), torch::Tensor>);
+    try {
+      accelerator.reduce(1.0, "max");
+      ADD_FAILURE() << "max of a number is not offered";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_NE(std::string(error.what()).find("\"max\""), std::string::npos) << error.what();
+    }
+    // Still in step after the error: the bad op was refused before any communication.
+    EXPECT_EQ(accelerator.reduce(1), 2);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(Operations, ReduceOfANumberInOneProcessReturnsIt) {
+  accelerate::Accelerator accelerator;
+  EXPECT_EQ(accelerator.reduce(7), 7);
+  EXPECT_EQ(accelerator.reduce(7, "mean"), 7);
+  EXPECT_EQ(accelerator.reduce(0.1), 0.1);
+  EXPECT_THROW(accelerator.reduce(7, "median"), std::invalid_argument);
 }
 
 TEST(Operations, DifferentShapesAreAnErrorNamingRanksAndShapes) {

@@ -58,6 +58,35 @@ TEST(ProcessGroup, ConnectsAndRunsCollectives) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+// The group's own collectives, with shared memory off: everything through Gloo.
+TEST(ProcessGroup, SumsBroadcastsAndGathersThroughTheBackend) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto options = with_timeout(30s);
+    options.shared_memory = false;
+    auto group =
+        ProcessGroup::connect(accelerate::detect_process_info(), c10::DeviceType::CPU, options);
+    ASSERT_EQ(group->shared_memory(), nullptr);
+    // Not contiguous: a transposed view, summed in place.
+    auto mine = (torch::arange(6, torch::kFloat).reshape({2, 3}) * (peer.rank + 1)).t();
+    group->sum(mine, "sum");
+    EXPECT_TRUE(torch::equal(mine, (torch::arange(6, torch::kFloat).reshape({2, 3}) * 3).t()));
+
+    auto largest = torch::full({2}, static_cast<int64_t>(10 * peer.rank + 1));
+    group->all_reduce(largest, c10d::ReduceOp::MAX, "max");
+    EXPECT_TRUE(torch::equal(largest, torch::full({2}, int64_t{11})));
+
+    auto from_one = torch::full({3}, static_cast<double>(peer.rank + 5));
+    group->broadcast(from_one, 1, "broadcast");
+    EXPECT_TRUE(torch::equal(from_one, torch::full({3}, 6.0)));
+
+    const auto all = group->all_gather(torch::full({2}, peer.rank), "gather");
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_TRUE(torch::equal(all[0], torch::full({2}, 0)));
+    EXPECT_TRUE(torch::equal(all[1], torch::full({2}, 1)));
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
 TEST(ProcessGroup, TheStoreListensOnLoopbackOnly) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto info = accelerate::detect_process_info();

@@ -141,7 +141,7 @@ TEST(SharedMemory, OneProcessTurningItOffTurnsItOffForAll) {
     accelerate::Options options;
     options.timeout = 20s;
     accelerate::Accelerator accelerator(options);
-    const auto &group = *accelerator.runtime().group;
+    const auto &group = *accelerate::detail::runtime_of(accelerator).group;
     EXPECT_EQ(group.shared_memory(), nullptr);
     EXPECT_EQ(group.shared_memory_unused_because(),
               "rank 1: shared memory turned off (Options::shared_memory, "
@@ -153,8 +153,34 @@ TEST(SharedMemory, OneProcessTurningItOffTurnsItOffForAll) {
 TEST(SharedMemory, TheAcceleratorUsesItByDefault) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
     accelerate::Accelerator accelerator;
-    const auto &group = *accelerator.runtime().group;
+    const auto &group = *accelerate::detail::runtime_of(accelerator).group;
     EXPECT_NE(group.shared_memory(), nullptr) << group.shared_memory_unused_because();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Callers ask the group for a sum; the group sends CPU tensors through shared memory.
+TEST(SharedMemory, TheGroupsSumOfCpuTensorsGoesThroughIt) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    // Not contiguous: summed through a dense copy, written back in place.
+    auto mine = (torch::arange(6, torch::kFloat).reshape({2, 3}) * (peer.rank + 1)).t();
+    group->sum(mine, "sum of a transposed tensor");
+    EXPECT_TRUE(torch::equal(mine, (torch::arange(6, torch::kFloat).reshape({2, 3}) * 3).t()));
+    // Only the shared-memory path compares sizes and says so: this error proves the route.
+    auto uneven = torch::ones({peer.rank == 0 ? 10 : 12});
+    try {
+      group->sum(uneven, "uneven sum");
+      ADD_FAILURE() << "sums of different sizes must fail";
+    } catch (const std::runtime_error &error) {
+      const std::string what = error.what();
+      EXPECT_NE(what.find("accelerate: uneven sum failed on rank " + std::to_string(peer.rank)),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("sums 40 bytes"), std::string::npos) << what;
+      EXPECT_NE(what.find("sums 48 bytes"), std::string::npos) << what;
+    }
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }

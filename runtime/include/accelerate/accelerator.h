@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -16,8 +17,11 @@
 
 namespace accelerate {
 
+class Accelerator;
 namespace detail {
 struct Runtime;
+/// An Accelerator's state, for the runtime's own parts and its tests (runtime.h defines it).
+Runtime &runtime_of(Accelerator &accelerator);
 } // namespace detail
 
 /// Joins the job the launcher started (or runs as the only process when there is none),
@@ -190,8 +194,21 @@ public:
   /// gather, minus the samples a prepared loader repeated to even out its last batches, so
   /// that an evaluation metric counts every sample exactly once.
   torch::Tensor gather_for_metrics(const torch::Tensor &tensor);
-  /// "sum" or "mean" of the tensor across processes; returns a new tensor.
+  /// "sum", "mean", "max" or "min" of the tensor across processes; returns a new tensor.
   torch::Tensor reduce(const torch::Tensor &tensor, const std::string &op = "sum");
+  /// "sum" or "mean" of a number across processes, e.g. a running loss or a count of correct
+  /// predictions: integral types are summed exactly (as int64; a mean rounds toward zero, as
+  /// integer division does), floating-point ones as double. Returns the value unchanged, with
+  /// no communication, when there is one process. A collective: every process must call it,
+  /// so never inside an `if (accelerator.is_main_process())` block.
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  T reduce(T value, const std::string &op = "sum") {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(reduce_integer(static_cast<int64_t>(value), op));
+    } else {
+      return static_cast<T>(reduce_floating(static_cast<double>(value), op));
+    }
+  }
   /// Process `src`'s tensor, on every process.
   torch::Tensor broadcast(const torch::Tensor &tensor, int src = 0);
   /// Pads `dim` to the largest size across processes so that the tensors can be gathered.
@@ -217,13 +234,23 @@ public:
   MainProcessFirst main_process_first() { return MainProcessFirst(*this); }
 
   // ---- output ----------------------------------------------------------------------------
-  /// Prints once, on the main process (like std::cout << args... << '\n').
-  template <typename... Args> void print(const Args &...args) {
+  /// std::cout on the main process, a stream that discards everything on the others, so that
+  /// a line is printed once per job, not once per process:
+  ///   accelerator.print() << "epoch " << epoch << " loss " << loss << '\n';
+  /// The operands are still evaluated on every process (a collective among them, such as
+  /// accelerator.reduce, runs everywhere, as it must). std::cerr is left alone: an error
+  /// reported by any process stays visible.
+  std::ostream &print();
+  /// Prints the arguments and a newline once, on the main process (Accelerate's
+  /// accelerator.print): print("loss ", loss) writes what std::cout << "loss " << loss << '\n'
+  /// would. The arguments are evaluated on every process.
+  template <typename First, typename... Rest> void print(const First &first, const Rest &...rest) {
     if (!is_main_process()) {
       return;
     }
     std::ostringstream line;
-    ((line << args), ...);
+    line << first;
+    ((line << rest), ...);
     line << '\n';
     std::cout << line.str() << std::flush;
   }
@@ -235,23 +262,14 @@ public:
   /// torch::save on the main process only, written to a temporary file and renamed, so a
   /// crash never leaves a half-written file at `path`. Other processes wait for it.
   template <typename Value> void save(const Value &value, const std::string &path) {
-    if (is_main_process()) {
-      const std::string temporary = temporary_path_for(path);
-      try {
-        torch::save(value, temporary);
-      } catch (...) {
-        discard_temporary(temporary);
-        throw;
-      }
-      commit_temporary(temporary, path);
-    }
-    wait_for_everyone();
+    save_on_main_process(path, [&value](const std::string &file) { torch::save(value, file); });
   }
 
-  /// For the runtime's own parts (data loaders, tests); not needed in training code.
+private:
+  // The guards (nested classes) and the runtime's own parts reach the state through these.
+  friend detail::Runtime &detail::runtime_of(Accelerator &accelerator);
   detail::Runtime &runtime() { return *runtime_; }
 
-private:
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {
     if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
       prepare_module(model);
@@ -280,9 +298,12 @@ private:
   void prepare_optimizer(torch::optim::Optimizer &optimizer);
   void prepare_scheduler(torch::optim::LRScheduler &scheduler);
   std::shared_ptr<detail::LoaderContext> loader_context();
-  static std::string temporary_path_for(const std::string &path);
-  static void discard_temporary(const std::string &temporary);
-  static void commit_temporary(const std::string &temporary, const std::string &path);
+  int64_t reduce_integer(int64_t value, const std::string &op);
+  double reduce_floating(double value, const std::string &op);
+  /// save's work: `write` fills a temporary file on the main process, which then becomes
+  /// `path` atomically; every process returns once it is in place.
+  void save_on_main_process(const std::string &path,
+                            const std::function<void(const std::string &)> &write);
 
   std::unique_ptr<detail::Runtime> runtime_;
 };

@@ -31,7 +31,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> open_gloo(const c10::intrusive_ptr<c1
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, peer.rank, peer.world_size, options);
 }
 
-TEST(C10dSpike, TwoProcessesAllReduceBroadcastAndBarrierThroughGloo) {
+TEST(C10dGloo, TwoProcessesAllReduceBroadcastAndBarrierThroughGloo) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     auto store = open_store(peer, 30s);
     auto gloo = open_gloo(store, peer, 30s);
@@ -60,7 +60,7 @@ TEST(C10dSpike, TwoProcessesAllReduceBroadcastAndBarrierThroughGloo) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
-TEST(C10dSpike, APeerThatNeverArrivesIsAnErrorNotAHang) {
+TEST(C10dGloo, APeerThatNeverArrivesIsAnErrorNotAHang) {
   // One process is started for a world of two, so the Gloo rendezvous can never complete.
   accel_test::RunOptions options;
   options.world_size = 2;
