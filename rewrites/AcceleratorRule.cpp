@@ -36,7 +36,8 @@ Rule makeAcceleratorRule() {
       return Result;
     }
     SourceLocation At = lineStartBefore(First, *Match.SourceManager);
-    // On a line of its own; formatting indents it like the statement after it.
+    // On a line of its own, indented like the statement after it; beside that statement when
+    // it shares its line with other code (the user's lines are never re-flowed).
     Result.push_back(insertionAt(At, At == First ? "accelerate::Accelerator accelerator; "
                                                  : "accelerate::Accelerator accelerator;\n"));
     return Result;

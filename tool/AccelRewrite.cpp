@@ -316,6 +316,7 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
                   std::vector<Outcome> &Outcomes, ArrayRef<accel::rewrites::RuleInfo> Rules,
                   std::chrono::steady_clock::time_point Start) {
   std::vector<CheckedFile> Checked;
+  std::vector<UnanalysedFile> Unanalysed;
   size_t Errors = 0;
   bool ExportFailed = false;
   std::map<std::string, size_t> PerRule;
@@ -323,6 +324,11 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
   for (size_t I = 0; I < Inputs.size(); ++I) {
     if (printProblems(Outcomes[I]) != ExitSuccess) {
       ++Errors;
+      // Why: our message, with clang's first line when it has one.
+      StringRef ClangSaid = StringRef(Outcomes[I].ClangOutput).split('\n').first;
+      Unanalysed.push_back(
+          {Inputs[I],
+           Outcomes[I].Error + (ClangSaid.empty() ? std::string() : " (" + ClangSaid.str() + ")")});
       continue;
     }
     FileRewrite &Result = *Outcomes[I].Result;
@@ -353,7 +359,7 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
   case ReportFormat::Sarif: {
     SmallString<256> Root(Opts.SourceRoot.empty() ? "." : Opts.SourceRoot.getValue());
     sys::fs::make_absolute(Root);
-    outs() << sarifReport(Checked, Rules, Root);
+    outs() << sarifReport(Checked, Unanalysed, Rules, Root);
     break;
   }
   }

@@ -196,6 +196,7 @@ std::string jsonReport(llvm::ArrayRef<CheckedFile> Files) {
 }
 
 std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
+                        llvm::ArrayRef<UnanalysedFile> Unanalysed,
                         llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
                         llvm::StringRef SourceRoot) {
   Array RuleList;
@@ -271,6 +272,20 @@ std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
     }
   }
 
+  Array Notifications;
+  for (const UnanalysedFile &File : Unanalysed) {
+    Notifications.push_back(Object{
+        {"level", "error"},
+        {"message", Object{{"text", "accel-rewrite could not analyse this file: " + File.Reason}}},
+        {"locations",
+         Array{Object{{"physicalLocation",
+                       Object{{"artifactLocation", artifactLocation(File.Path, SourceRoot)}}}}}}});
+  }
+  Object Invocation{{"executionSuccessful", Unanalysed.empty()}};
+  if (!Notifications.empty()) {
+    Invocation["toolExecutionNotifications"] = std::move(Notifications);
+  }
+
   Object Driver{{"name", "accel-rewrite"},
                 {"semanticVersion", ACCEL_VERSION},
                 {"rules", std::move(RuleList)}};
@@ -278,6 +293,7 @@ std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
       {"version", "2.1.0"},
       {"runs", Array{Object{{"tool", Object{{"driver", std::move(Driver)}}},
+                            {"invocations", Array{std::move(Invocation)}},
                             {"originalUriBaseIds",
                              Object{{"SRCROOT", Object{{"uri", fileUri(SourceRoot, true)}}}}},
                             {"results", std::move(Results)}}}}});

@@ -26,6 +26,12 @@ enum class ReportFormat { Text, Json, Sarif, Github };
 /// "text", "json", "sarif" or "github"; nullopt for anything else.
 std::optional<ReportFormat> parseReportFormat(llvm::StringRef Name);
 
+/// An input that could not be analysed (it does not parse, or is no LibTorch program), and why.
+struct UnanalysedFile {
+  std::string Path;
+  std::string Reason;
+};
+
 /// One analysed input: its path as reported, its text and what the rules found in it.
 struct CheckedFile {
   std::string Path;
@@ -44,8 +50,10 @@ void printGithub(llvm::raw_ostream &OS, const CheckedFile &File);
 std::string jsonReport(llvm::ArrayRef<CheckedFile> Files);
 /// A SARIF 2.1.0 log: the rules, and each finding with a region, its fix and a fingerprint
 /// that survives edits elsewhere in the file. URIs are relative to SourceRoot where the
-/// file is inside it.
+/// file is inside it. Inputs that could not be analysed make the run's invocation
+/// unsuccessful, with an error notification each: code scanning must not read them as clean.
 std::string sarifReport(llvm::ArrayRef<CheckedFile> Files,
+                        llvm::ArrayRef<UnanalysedFile> Unanalysed,
                         llvm::ArrayRef<accel::rewrites::RuleInfo> Rules,
                         llvm::StringRef SourceRoot);
 /// clang-tidy's --export-fixes YAML: a diagnostic per finding, carrying the replacements that

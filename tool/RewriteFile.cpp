@@ -91,6 +91,8 @@ public:
             PCHContainerOps, Result.PreambleOrigin, Result.PreambleNote);
         if (Built) {
           auto WithPreamble = std::make_shared<clang::CompilerInvocation>(*Invocation);
+          // Silent, "N errors generated." included: a failure is told by the parse without.
+          WithPreamble->getDiagnosticOpts().ShowCarets = false;
           auto FS =
               PreambleCache::use(*Built, Bounds, *WithPreamble, Files->getVirtualFileSystemPtr());
           auto PreambleFiles =

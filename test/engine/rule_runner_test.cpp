@@ -13,14 +13,7 @@ using accel::rewrites::RuleFinding;
 using accel::test::rewrite;
 using accel::test::runRules;
 
-constexpr const char *TrainingProgram = R"cpp(#include <torch/torch.h>
-struct NetImpl : torch::nn::Module {
-  NetImpl() : fc(register_module("fc", torch::nn::Linear(4, 2))) {}
-  torch::Tensor forward(torch::Tensor x) { return fc(x); }
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(Net);
-
+const std::string TrainingProgram = std::string(accel::test::NetModel) + R"cpp(
 #define STEP(l) l.backward()
 
 int main() {
@@ -91,7 +84,7 @@ TEST(RuleRunner, NothingInsideAMacroExpansionIsEditedAndTheWarningNamesTheMacro)
 }
 
 TEST(RuleRunner, AFunctionWithoutTheAcceleratorGetsTheManualEditAsAWarning) {
-  std::string Program = std::string(TrainingProgram) + R"cpp(
+  std::string Program = TrainingProgram + R"cpp(
 void helper(torch::Tensor loss) { loss.backward(); }
 )cpp";
   FileFindings Found = runRules(Program, "backward");

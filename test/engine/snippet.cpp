@@ -11,6 +11,15 @@
 
 namespace accel::test {
 
+const char *const NetModel = R"cpp(#include <torch/torch.h>
+struct NetImpl : torch::nn::Module {
+  NetImpl() : fc(register_module("fc", torch::nn::Linear(4, 2))) {}
+  torch::Tensor forward(torch::Tensor x) { return fc(x); }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Net);
+)cpp";
+
 std::unique_ptr<clang::ASTUnit> parseSnippet(llvm::StringRef Code) {
   std::vector<std::string> Args = {ACCEL_TEST_PRELUDE_FLAGS};
   Args.insert(Args.end(), {"-include-pch", ACCEL_TEST_PRELUDE_PCH,

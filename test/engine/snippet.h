@@ -12,6 +12,10 @@
 
 namespace accel::test {
 
+/// The start of a snippet: LibTorch's header and a small model `Net` (a TORCH_MODULE over one
+/// Linear layer, 4 inputs), on lines 1 to 7.
+extern const char *const NetModel;
+
 /// Code parsed as "input.cpp" after <torch/torch.h>; fails the test on a compile error.
 std::unique_ptr<clang::ASTUnit> parseSnippet(llvm::StringRef Code);
 /// The declarations the snippet itself wrote (none from the prelude).

@@ -14,14 +14,7 @@ using accel::rewrites::analyzeSetup;
 using accel::rewrites::isTrainingStepLoop;
 using accel::rewrites::SetupInfo;
 
-constexpr const char *Model = R"cpp(#include <torch/torch.h>
-struct NetImpl : torch::nn::Module {
-  NetImpl() : fc(register_module("fc", torch::nn::Linear(4, 2))) {}
-  torch::Tensor forward(torch::Tensor x) { return fc(x); }
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(Net);
-)cpp";
+using accel::test::NetModel;
 
 std::vector<std::string> names(llvm::ArrayRef<const clang::VarDecl *> Vars) {
   std::vector<std::string> Names;
@@ -32,7 +25,7 @@ std::vector<std::string> names(llvm::ArrayRef<const clang::VarDecl *> Vars) {
 }
 
 TEST(SetupFunction, FindsTheModelsOptimizerSchedulerAndWherePrepareGoes) {
-  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run() {
   Net model;
   Net unused;
@@ -59,7 +52,7 @@ void run() {
 }
 
 TEST(SetupFunction, AnOptimizerCreatedInsideALoopIsAProblemWithTheManualEdit) {
-  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run() {
   Net model;
   for (int e = 0; e < 2; ++e) {
@@ -78,7 +71,7 @@ void run() {
 }
 
 TEST(SetupFunction, TrainingBeforeTheOptimizerExistsIsAProblem) {
-  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run() {
   Net model;
   model->forward(torch::ones({1, 4})).sum().backward();
@@ -97,7 +90,7 @@ void run() {
 }
 
 TEST(TrainingLoops, OnlyTheLoopAroundTheBackwardCallRunsOneStepPerIteration) {
-  auto AST = accel::test::parseSnippet(std::string(Model) + R"cpp(
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run(Net model, torch::optim::SGD &optimizer) {
   for (int epoch = 0; epoch < 2; ++epoch) {
     for (int batch = 0; batch < 3; ++batch) {

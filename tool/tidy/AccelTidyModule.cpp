@@ -74,17 +74,27 @@ public:
       return; // Nothing of this rule matched.
     }
     llvm::StringRef Name = Shared->Runner.rules()[RuleIndex].Name;
-    clang::SourceLocation FileStart = SM->getLocForStartOfFile(SM->getMainFileID());
+    clang::FileID Main = SM->getMainFileID();
+    llvm::StringRef Code = SM->getBufferData(Main);
+    clang::SourceLocation FileStart = SM->getLocForStartOfFile(Main);
     for (const RuleFinding &Found : Shared->finish(*SM).Findings) {
       if (Found.Rule != Name) {
         continue;
       }
       auto Diagnostic = diag(Found.Loc, "%0") << Found.Message;
       for (const accel::rewrites::FixEdit &Edit : Found.Fix) {
+        unsigned Length = Edit.Length;
+        std::string Text = Edit.Text;
+        // clang's fix-it machinery widens a pure removal over the white space after it
+        // (EditedSource's adjustRemoval), which would eat the next line's indentation; the
+        // same removal written as a replacement that keeps the next character applies as is.
+        if (Text.empty() && Edit.Offset + Length < Code.size()) {
+          Text = Code.substr(Edit.Offset + Length, 1).str();
+          ++Length;
+        }
         clang::SourceLocation Begin = FileStart.getLocWithOffset(Edit.Offset);
         Diagnostic << clang::FixItHint::CreateReplacement(
-            clang::CharSourceRange::getCharRange(Begin, Begin.getLocWithOffset(Edit.Length)),
-            Edit.Text);
+            clang::CharSourceRange::getCharRange(Begin, Begin.getLocWithOffset(Length)), Text);
       }
     }
     SM = nullptr;

@@ -5,8 +5,9 @@
 For each FILE: `accel-rewrite --check --format=json`, the plain rewrite's warnings on stderr,
 `accel-rewrite --lsp` (diagnostics after didOpen, quick fixes from codeAction) and clang-tidy
 with the accel-* checks (--export-fixes) must report the same findings: rule, line, column,
-message and the edits of each. FLAGS go to clang-tidy; accel-rewrite and its server use their
-defaults, which are the same LibTorch flags. Prints one summary line per file.
+message, and edits that make the same text of the file. FLAGS go to clang-tidy; accel-rewrite
+and its server use their defaults, which are the same LibTorch flags. Prints one summary line
+per file.
 """
 import json
 import os
@@ -32,8 +33,20 @@ def line_column(text, offset):
     return before.count(b"\n") + 1, offset - (before.rfind(b"\n") + 1) + 1
 
 
+TEXT = {}  # the file being compared, for effect()
+
+
+def effect(edits):
+    """What a finding's edits make of the file: front ends may spell one edit differently
+    (clang-tidy's plugin writes a removal as a replacement that keeps the next character)."""
+    data = TEXT["current"].encode()
+    for offset, length, text in sorted(edits, reverse=True):
+        data = data[:offset] + text.encode() + data[offset + length:]
+    return data.decode() if edits else None
+
+
 def finding(rule, line, column, message, edits):
-    return (rule, line, column, message, tuple(sorted(edits)))
+    return (rule, line, column, message, effect(edits))
 
 
 def from_check(tool, path):
@@ -145,7 +158,7 @@ def from_clang_tidy(tidy, plugin, path, text, flags, directory):
 
 
 def describe(findings):
-    return "\n".join(f"    {f}" for f in findings) or "    (none)"
+    return "\n".join(f"    {f[:4]}" for f in findings) or "    (none)"
 
 
 def main():
@@ -157,6 +170,7 @@ def main():
         for path in files:
             path = os.path.abspath(path)
             text = open(path, encoding="utf-8").read()
+            TEXT["current"] = text
             check = from_check(tool, path)
             sides = {
                 "accel-rewrite --lsp": from_lsp(tool, path, text),
@@ -165,8 +179,13 @@ def main():
             for name, found in sides.items():
                 if found != check:
                     failed = True
+                    only_check = [f for f in check if f not in found]
+                    only_other = [f for f in found if f not in check]
                     print(f"{path}: {name} disagrees with accel-rewrite --check\n"
-                          f"  --check:\n{describe(check)}\n  {name}:\n{describe(found)}")
+                          f"  only --check:\n{describe(only_check)}\n"
+                          f"  only {name}:\n{describe(only_other)}")
+                    for f in only_check + only_other:
+                        print(f"  {f[:4]} makes:\n{f[4]}")
             manual = sorted(f[:4] for f in check if not f[4])
             plain = warnings_of_rewrite(tool, path, directory)
             if plain != manual:

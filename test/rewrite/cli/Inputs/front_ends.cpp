@@ -24,6 +24,6 @@ int main() {
         }
         optimizer.step();
     }
-    evaluate_and_tune(*model);
+    evaluate_and_tune(model);
     torch::save(model, "model.pt");
 }
