@@ -51,7 +51,11 @@ void WorkerOutput::flush() {
 
 void WorkerOutput::emit(int local, int stream, const std::string &line) {
   const int rank = options_.first_rank + local;
-  if (stream == 2) {
+  // The summary shows the last stderr lines: a C++ backtrace that c10 logged must not push the
+  // program's own message out of them.
+  const bool backtrace =
+      line.rfind("frame #", 0) == 0 || line.rfind("Exception raised from ", 0) == 0;
+  if (stream == 2 && !backtrace) {
     auto &tail = tails_[local];
     tail.push_back(line);
     if (tail.size() > options_.tail_lines) {

@@ -252,6 +252,48 @@ TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {
   EXPECT_NE(result.err.find("never arrived: rank(s) 2, 3"), std::string::npos) << result.err;
 }
 
+TEST(Launch, AForeignServiceOnTheMainPortFailsWithinTheTimeout) {
+  // Something else owns the main port: it accepts connections and never answers (as an HTTP
+  // server does with bytes that are not a request). Machine 1's workers must give up after
+  // --rdzv_timeout, naming the address, instead of waiting forever.
+  BusyPort foreign;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "1",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(foreign.port), "--rdzv_timeout", "3", ACCEL_SELFTEST_BIN}),
+                  kIsolated, 60);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("| accelerate: rank 1 could not reach the rendezvous store at "
+                            "127.0.0.1:" +
+                            std::to_string(foreign.port) +
+                            " within 3.0 s: something accepts "
+                            "connections there but does not answer"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(Launch, NothingListeningOnTheMainPortIsReportedInTheSummary) {
+  // The runtime's own message, not a C++ backtrace, is what the failure summary shows.
+  const int port = accelerate::launch::free_loopback_port();
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "1",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(port), "--rdzv_timeout", "2", ACCEL_SELFTEST_BIN}),
+                  kIsolated, 60);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const auto failed = result.err.find("accel: the job failed");
+  ASSERT_NE(failed, std::string::npos) << result.err;
+  const auto summary = result.err.substr(failed);
+  EXPECT_NE(summary.find("| accelerate: rank 1 could not reach the rendezvous store at 127.0.0.1:" +
+                         std::to_string(port) + " within 2.0 s"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(summary.find("frame #"), std::string::npos) << "a backtrace in the summary:\n"
+                                                        << summary;
+}
+
 TEST(Launch, TwoLaunchersFormOneJob) {
   // Two "machines" on loopback: each launcher starts its half of a 4-process job.
   const int port = accelerate::launch::free_loopback_port();
