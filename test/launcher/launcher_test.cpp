@@ -366,11 +366,47 @@ TEST(OtherLaunchers, SlurmVariables) {
   expect_selftest_job(environments);
 }
 
-TEST(AccelTest, ReportsSuccess) {
-  const auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
+TEST(AccelTest, ReportsSuccessAndTheGradientTransport) {
+  auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("Test is a success!"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[rank0] gradients are summed through: shared memory\n"),
+            std::string::npos)
+      << result.out;
+
+  auto gloo = kIsolated;
+  gloo["ACCELERATE_SHARED_MEMORY"] = "false";
+  result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, gloo);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[rank0] gradients are summed through: gloo (not shared memory: "),
+            std::string::npos)
+      << result.out;
 }
+
+// Every valid setting trains correctly: the self-test trains as a program written for accel
+// does (accumulate, autocast, accelerator.step) and compares with one process trained alike.
+class AccelTestSettings : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(AccelTestSettings, Pass) {
+  const auto dir = accel_test::make_temp_dir("selftest-settings");
+  const auto config = dir + "/config.yaml";
+  std::ofstream(config) << GetParam() << "\n";
+  const auto result =
+      run_command({ACCEL_BIN, "test", "--num_processes", "2", "--config_file", config}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << GetParam() << "\n" << result.out << result.err;
+  EXPECT_NE(result.out.find("[rank0] training equivalence (N processes at batch B == 1 process "
+                            "at N*B): ok"),
+            std::string::npos)
+      << result.out;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Launch, AccelTestSettings,
+    ::testing::Values("mixed_precision: fp16", "mixed_precision: bf16",
+                      "gradient_accumulation_steps: 2", "gradient_accumulation_steps: 4",
+                      "mixed_precision: fp16\ngradient_accumulation_steps: 4",
+                      "mixed_precision: bf16\ngradient_accumulation_steps: 2"));
 
 TEST(AccelCli, VersionAndUsageErrors) {
   const auto version = run_command({ACCEL_BIN, "--version"});
