@@ -1,7 +1,9 @@
 #include "worker_output.h"
 
+#include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace accelerate::launch {
@@ -15,6 +17,13 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     for (int local = 0; local < local_workers; ++local) {
       const auto path = std::filesystem::path(options_.log_dir) /
                         ("rank" + std::to_string(options_.first_rank + local) + ".log");
+      // Only the user reads the logs: a program's output may hold data or secrets. Created
+      // 0600 (and made so if it was there before), then opened as a stream.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        ::fchmod(fd, 0600);
+        ::close(fd);
+      }
       logs_.push_back(std::make_unique<std::ofstream>(path, std::ios::trunc));
       if (!*logs_.back()) {
         throw std::runtime_error("cannot write the log file " + path.string());

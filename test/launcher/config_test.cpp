@@ -56,6 +56,12 @@ TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
   EXPECT_NE(result.err.find("note: ignoring 'dynamo_config'"), std::string::npos) << result.err;
 }
 
+TEST(Config, EnvSaysNotFoundWithoutAConfig) {
+  const auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Config in effect:\n\tNot found\n"), std::string::npos) << result.out;
+}
+
 TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
   auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;

@@ -32,6 +32,15 @@ std::vector<std::string> launch(std::vector<std::string> args) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
+/// Alive and not a zombie: an orphan's zombie waits for whatever reaps orphans here.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
 /// Shell words that make a worker write its pid to DIR/$RANK.pid, whole or not at all (a
 /// worker stopped mid-write must not leave an empty file: pid 0 would be "alive" forever).
 std::string write_pid(const std::string &dir) {
@@ -167,6 +176,55 @@ TEST(Launch, NoWorkerOutlivesAKilledLauncher) {
   fs::remove_all(dir);
 }
 
+TEST(Launch, NothingAWorkerStartedOutlivesAKilledLauncher) {
+  // Each worker starts a child of its own and records its pid, and the launcher's ($PPID).
+  const auto dir = accel_test::make_temp_dir("kill-grandchildren");
+  accelerate::launch::WorkerSpec spec;
+  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
+                      "echo $PPID > " + dir + "/launcher; sleep 300 & echo $! > " + dir +
+                          "/$RANK.tmp && mv " + dir + "/$RANK.tmp " + dir + "/$RANK.pid; wait"});
+  spec.env = kIsolated;
+  spec.capture_output = true;
+  accelerate::launch::WorkerGroup harness({spec});
+  ASSERT_TRUE(wait_until([&] { return read_pids(dir).size() == 2; }));
+  const auto children = read_pids(dir);
+  pid_t launcher = 0;
+  std::ifstream(dir + "/launcher") >> launcher;
+  ASSERT_GT(launcher, 0);
+  kill(launcher, SIGKILL); // the launcher alone, with no chance to clean up
+  harness.wait(60s);
+  for (pid_t pid : children) {
+    EXPECT_TRUE(wait_until([&] { return !running(pid); }))
+        << "a worker's child " << pid << " outlived the launcher";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Launch, ExecFailuresSayWhy) {
+  const auto dir = accel_test::make_temp_dir("exec-failures");
+  const auto no_shebang = dir + "/no-shebang";
+  std::ofstream(no_shebang) << "echo hello\n";
+  const auto missing_interpreter = dir + "/missing-interpreter";
+  std::ofstream(missing_interpreter) << "#!/nonexistent/accel-interpreter\necho hello\n";
+  fs::permissions(no_shebang, fs::perms::owner_all);
+  fs::permissions(missing_interpreter, fs::perms::owner_all);
+
+  auto result = run_command(launch({no_shebang}), kIsolated);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("| accelerate: cannot execute " + no_shebang +
+                            ": not an executable format (a script without #!?)"),
+            std::string::npos)
+      << result.err;
+  result = run_command(launch({missing_interpreter}), kIsolated);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("| accelerate: cannot execute " + missing_interpreter +
+                            ": no such file or directory (for a script: the interpreter on its "
+                            "#! line)"),
+            std::string::npos)
+      << result.err;
+  fs::remove_all(dir);
+}
+
 TEST(Launch, MaxRestartsRestartsTheWholeJob) {
   const auto result = run_command(
       launch({"--num_processes", "2", "--max_restarts", "2", "/bin/sh", "-c",
@@ -188,10 +246,15 @@ TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "[rank0] hello from 0\n");
   for (int rank : {0, 1}) {
-    std::ifstream in(dir + "/rank" + std::to_string(rank) + ".log");
+    const auto log = dir + "/rank" + std::to_string(rank) + ".log";
+    std::ifstream in(log);
     std::string line;
     std::getline(in, line);
     EXPECT_EQ(line, "hello from " + std::to_string(rank));
+    // Only the user may read what the program printed.
+    EXPECT_EQ(fs::status(log).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << log;
   }
   fs::remove_all(dir);
 }
