@@ -469,7 +469,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("mixed_precision: fp16", "mixed_precision: bf16",
                       "gradient_accumulation_steps: 2", "gradient_accumulation_steps: 4",
                       "mixed_precision: fp16\ngradient_accumulation_steps: 4",
-                      "mixed_precision: bf16\ngradient_accumulation_steps: 2"));
+                      "mixed_precision: bf16\ngradient_accumulation_steps: 2"),
+    // "fp16", "accumulation4", "fp16_accumulation4": names fit for test reports.
+    [](const ::testing::TestParamInfo<const char *> &info) {
+      std::string name;
+      std::istringstream lines(info.param);
+      for (std::string line; std::getline(lines, line);) {
+        const auto value = line.substr(line.find(": ") + 2);
+        const bool precision = line.rfind("mixed_precision", 0) == 0;
+        name += (name.empty() ? "" : "_") + (precision ? value : "accumulation" + value);
+      }
+      return name;
+    });
 
 TEST(AccelCli, VersionAndUsageErrors) {
   const auto version = run_command({ACCEL_BIN, "--version"});
