@@ -115,6 +115,13 @@ if(ACCEL_WITH_CUDA)
     message(FATAL_ERROR "ACCEL_WITH_CUDA=ON but the LibTorch found is a CPU build: ${Torch_DIR} "
                         "(scripts/setup-cuda makes .venv-cuda with the CUDA wheel)")
   endif()
+  # Programs link libtorch_cuda, whose own dependencies (cuBLAS, cuDNN, ... of the full wheel
+  # set) scripts/setup-cuda does not install: the linker leaves their symbols to the loader, so
+  # the tests compile and link on a machine without them, and run where they are installed.
+  string(APPEND CMAKE_EXE_LINKER_FLAGS " -Wl,--allow-shlib-undefined")
+  # For the same reason a test program may not start here: gtest_discover_tests lists its tests
+  # when ctest runs, not right after linking.
+  set(CMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE PRE_TEST)
   find_path(ACCEL_NCCL_INCLUDE_DIR nccl.h
     HINTS "${_accel_nccl_hint}/include" "${ACCEL_CUDA_ROOT}/include"
     DOC "Directory holding nccl.h (ProcessGroupNCCL.hpp includes it)")

@@ -2,6 +2,7 @@
 #include "config_command.h"
 #include "env_command.h"
 #include "launch_command.h"
+#include "option_values.h"
 
 #include <accel/build_info.h>
 
@@ -9,7 +10,11 @@
 
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <optional>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -57,19 +62,46 @@ int main(int argc, char **argv) {
   auto *test = app.add_subcommand("test", "Run the bundled self-test with the config in effect");
   test->add_option("--config_file,--config-file", test_request.config_file);
   test->add_option("--num_processes,--num-processes", test_request.flags.num_processes)
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, std::numeric_limits<int>::max()));
+
+  // `--` ends the launcher's options: accel launch [OPTIONS] -- PROGRAM [ARGS...]. CLI11 does
+  // not hand what follows it to a prefix command, so it is split off here; a `--` after
+  // PROGRAM is the program's.
+  int launcher_argc = argc;
+  std::optional<std::vector<std::string>> after_dashes;
+  if (argc > 1 && std::string(argv[1]) == "launch") {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--") {
+        launcher_argc = i;
+        after_dashes.emplace(argv + i + 1, argv + argc);
+        break;
+      }
+    }
+  }
 
   try {
-    app.parse(argc, argv);
+    app.parse(launcher_argc, argv);
   } catch (const CLI::CallForVersion &) {
     return 0;
   } catch (const CLI::ParseError &error) {
-    return app.exit(error);
+    if (error.get_exit_code() == 0) {
+      return app.exit(error); // --help
+    }
+    // Bad usage exits 2, as docs/launcher.md promises, with CLI11's message in our words.
+    std::cerr << "accel: error: " << error.what() << " (see accel --help)\n";
+    return 2;
   }
 
   try {
     if (launch->parsed()) {
       launch_request.command = launch->remaining();
+      if (after_dashes) {
+        if (!launch_request.command.empty()) {
+          launch_request.command.push_back("--");
+        }
+        launch_request.command.insert(launch_request.command.end(), after_dashes->begin(),
+                                      after_dashes->end());
+      }
       return run_launch(launch_request);
     }
     if (config_default->parsed()) {

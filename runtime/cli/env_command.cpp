@@ -85,8 +85,12 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
       << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
   const auto config = effective_config(
-      have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{}, false);
+      have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{});
   out << "- Config in effect:\n";
+  if (!have_config) {
+    out << "\tNot found\n"; // as `accelerate env` says it
+    return 0;
+  }
   std::istringstream yaml(config_to_yaml(config));
   for (std::string line; std::getline(yaml, line);) {
     if (line != "{}") {

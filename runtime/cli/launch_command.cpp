@@ -1,6 +1,7 @@
 #include "launch_command.h"
 
 #include "listen_socket.h"
+#include "option_values.h"
 #include "worker_group.h"
 #include "worker_output.h"
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <thread>
@@ -94,6 +96,7 @@ std::string describe_failure(const accelerate::launch::WorkerExit &exit, int glo
 } // namespace
 
 CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
+  constexpr long kAny = std::numeric_limits<int>::max();
   auto *launch =
       app.add_subcommand("launch", "Run PROGRAM [ARGS...] on several processes and machines");
   auto &flags = request.flags;
@@ -102,53 +105,95 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch
       ->add_option(both_spellings("num_processes"), flags.num_processes,
                    "Processes in total, across machines")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kAny));
   launch->add_option(both_spellings("num_machines"), flags.num_machines)
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kAny));
   launch->add_option(both_spellings("machine_rank"), flags.machine_rank)
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, kAny));
   launch->add_option(both_spellings("main_process_ip"), flags.main_process_ip);
   launch->add_option(both_spellings("main_process_port"), flags.main_process_port)
-      ->check(CLI::Range(1, 65535));
+      ->check(whole_number(1, 65535));
   launch->add_option(both_spellings("mixed_precision"), flags.mixed_precision)
-      ->check(CLI::IsMember({"no", "fp16", "bf16"}));
+      ->check(one_of({"no", "fp16", "bf16"}));
   launch
       ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kAny));
   launch->add_flag("--cpu", request.cpu, "Train on the CPU even where CUDA is available");
+  launch->add_flag(both_spellings("multi_gpu"), request.multi_gpu,
+                   "Train on GPUs, one per process (distributed_type MULTI_GPU)");
   launch->add_option(both_spellings("gpu_ids"), flags.gpu_ids, "'all' or a list such as 0,1");
   launch
       ->add_option(both_spellings("num_cpu_threads_per_process"), flags.num_cpu_threads_per_process)
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kAny));
+  launch->add_option(both_spellings("rdzv_backend"), flags.rdzv_backend, "static (the only one)")
+      ->check(one_of({"static"}, "accel's rendezvous is static: start every machine with the same "
+                                 "--main_process_ip and --main_process_port"));
+  launch->add_flag(both_spellings("same_network"), request.same_network,
+                   "The machines share a local network (accepted; the rendezvous is the same)");
+  launch->add_flag("--debug", request.debug,
+                   "Check distributed operations for errors (ACCELERATE_DEBUG_MODE)");
   launch
       ->add_option(both_spellings("max_restarts"), request.max_restarts,
                    "Restart the whole job up to this many times after a failure")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, kAny));
   launch
       ->add_option(both_spellings("monitor_interval"), request.monitor_interval,
                    "Seconds between checks on the workers")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds());
   launch
       ->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
                    "Seconds the processes may take to meet, and collectives to finish")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds());
   launch
       ->add_option("--tee", request.tee,
                    "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")
-      ->check(CLI::Range(0, 3));
+      ->check(whole_number(0, 3));
   launch->add_option(both_spellings("log_dir"), request.log_dir, "Write one log per rank here");
   launch->add_flag(both_spellings("no_prefix"), request.no_prefix,
                    "Do not prefix worker lines with their rank");
-  launch->add_option(both_spellings("only_rank"), request.only_rank,
-                     "Show only this rank's output (e.g. 0)");
+  launch
+      ->add_option(both_spellings("only_rank"), request.only_rank,
+                   "Show only this rank's output (e.g. 0)")
+      ->check(whole_number(0, kAny));
+  // Accelerate's flags for Python scripts: PROGRAM is always run directly, never by Python.
+  launch->add_flag(both_spellings("no_python"), request.no_python,
+                   "Accepted for Accelerate's sake: PROGRAM always runs directly, never under "
+                   "Python");
+  launch->add_flag("-m,--module", request.python_module,
+                   "Not for native programs (Accelerate's: run a Python module); an error");
   // Everything from PROGRAM on belongs to the program, flags included: CLI11 leaves it in
   // remaining(), which run_launch's caller hands over as the command.
   launch->prefix_command();
   return launch;
 }
 
+LaunchConfig flag_settings(const LaunchRequest &request) {
+  if (request.python_module) {
+    throw std::runtime_error("-m/--module runs a Python module under Python Accelerate; accel "
+                             "launch runs a native PROGRAM directly: give its path instead");
+  }
+  if (request.multi_gpu && request.cpu) {
+    throw std::runtime_error("--multi_gpu and --cpu contradict each other: choose one");
+  }
+  LaunchConfig flags = request.flags;
+  if (request.cpu) {
+    flags.use_cpu = true;
+  }
+  if (request.multi_gpu) {
+    flags.distributed_type = "MULTI_GPU";
+    flags.use_cpu = false;
+  }
+  if (request.debug) {
+    flags.debug = true;
+  }
+  if (request.same_network) {
+    flags.same_network = true;
+  }
+  return flags;
+}
+
 LaunchConfig effective_config(const std::optional<std::string> &config_file,
-                              const LaunchConfig &flags, bool cpu) {
+                              const LaunchConfig &flags) {
   LaunchConfig config;
   std::vector<std::string> notes;
   if (config_file) {
@@ -160,17 +205,21 @@ LaunchConfig effective_config(const std::optional<std::string> &config_file,
     std::cerr << "accel: note: " << note << "\n";
   }
   config.override_with(flags);
-  if (cpu) {
-    config.use_cpu = true;
-  }
   return config;
 }
 
 int run_launch(const LaunchRequest &request) {
-  if (request.command.empty()) {
+  const auto flags = flag_settings(request);
+  std::vector<std::string> argv = request.command;
+  if (!argv.empty() && argv[0].size() > 1 && argv[0][0] == '-') {
+    // Before PROGRAM every word is the launcher's: this one is none of its options.
+    throw std::runtime_error("unknown option '" + argv[0] +
+                             "' (accel launch --help lists the options)");
+  }
+  if (argv.empty()) {
     throw std::runtime_error("accel launch needs a PROGRAM to run (accel launch --help)");
   }
-  const auto config = effective_config(request.config_file, request.flags, request.cpu);
+  const auto config = effective_config(request.config_file, flags);
   const int world_size = config.num_processes.value_or(1);
   const int machines = config.num_machines.value_or(1);
   const int machine_rank = config.machine_rank.value_or(0);
@@ -191,7 +240,6 @@ int run_launch(const LaunchRequest &request) {
   const std::string master_addr = single_machine ? "127.0.0.1" : *config.main_process_ip;
   int port = config.main_process_port.value_or(kDefaultPort);
 
-  std::vector<std::string> argv = request.command;
   argv[0] = resolve_program(argv[0]);
 
   int store_fd = -1;

@@ -17,6 +17,11 @@ struct LaunchRequest {
   std::optional<std::string> config_file;
   LaunchConfig flags; ///< settings given as flags
   bool cpu = false;
+  bool multi_gpu = false;     ///< --multi_gpu: distributed_type MULTI_GPU, not on the CPU
+  bool python_module = false; ///< -m/--module: meaningless for a native program; an error
+  bool no_python = false;     ///< --no_python: accepted; PROGRAM never runs under Python
+  bool same_network = false;
+  bool debug = false;
   int max_restarts = 0;
   double monitor_interval = 0.1; ///< seconds between checks on the workers
   double rdzv_timeout = 900;     ///< seconds the rendezvous may take (ACCELERATE_TIMEOUT)
@@ -33,7 +38,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request);
 /// The settings in effect: flags over the config file (--config_file, or the default file if
 /// it exists) over defaults. Prints notes about ignored keys to stderr.
 LaunchConfig effective_config(const std::optional<std::string> &config_file,
-                              const LaunchConfig &flags, bool cpu);
+                              const LaunchConfig &flags);
+
+/// The request's flags as config settings (--cpu, --multi_gpu, --debug, --same_network folded
+/// in); throws std::runtime_error for flags that contradict each other or do not apply.
+LaunchConfig flag_settings(const LaunchRequest &request);
 
 /// Runs the job; returns the launcher's exit code (0 when every worker succeeded).
 int run_launch(const LaunchRequest &request);

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 #include <unistd.h>
 
 namespace accel::cli {
@@ -102,6 +104,24 @@ std::string one_of(const std::string &path, const YAML::Node &value, const std::
     list += (list.empty() ? "" : ", ") + candidate;
   }
   throw std::runtime_error(where(path, value, key) + "'" + text + "' is not one of " + list);
+}
+
+// PyYAML, which Python Accelerate reads configs with, follows YAML 1.1: a plain `NO`, `no`, `on`,
+// `~` or `0x1f` is a boolean, null or number there. These are its implicit resolvers; a string
+// that one of them matches must be quoted, as PyYAML itself quotes it when it writes.
+bool yaml11_reads_as_non_string(const std::string &text) {
+  static const std::regex resolvers(
+      // bool
+      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+      // null
+      "|~|null|Null|NULL|"
+      // int
+      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+      "|[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+"
+      // float
+      "|[-+]?([0-9][0-9_]*)\\.[0-9_]*([eE][-+][0-9]+)?|\\.[0-9_]+([eE][-+][0-9]+)?"
+      "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  return std::regex_match(text, resolvers);
 }
 
 } // namespace
@@ -218,9 +238,16 @@ std::string config_to_yaml(const LaunchConfig &config) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   auto put = [&out](const char *key, const auto &value) {
-    if (value) {
-      out << YAML::Key << key << YAML::Value << *value;
+    if (!value) {
+      return;
     }
+    out << YAML::Key << key << YAML::Value;
+    if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
+      if (yaml11_reads_as_non_string(*value)) {
+        out << YAML::SingleQuoted;
+      }
+    }
+    out << *value;
   };
   put("compute_environment", config.compute_environment);
   put("debug", config.debug);

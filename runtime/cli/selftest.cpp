@@ -4,9 +4,12 @@
 // "check failed: NAME: what", which the launcher's failure summary shows.
 #include <accelerate/accelerate.h>
 
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -72,36 +75,83 @@ template <typename Loop> torch::Tensor train(Loop &&loop) {
   return torch::cat({model->weight.detach().reshape({-1}), model->bias.detach().reshape({-1})});
 }
 
+/// How far apart the two runs may end: fp32 sums in another order, or the forward pass in a
+/// 16-bit type (fp16: 11 significant bits, bf16: 8) on batches split differently.
+double tolerance(const std::string &mixed_precision) {
+  return mixed_precision == "bf16" ? 3e-2 : mixed_precision == "fp16" ? 5e-3 : 1e-5;
+}
+
 void check_training(accelerate::Accelerator &accelerator) {
   const size_t batch = 4;
-  const size_t samples = batch * static_cast<size_t>(accelerator.num_processes()) * 5;
+  const size_t processes = static_cast<size_t>(accelerator.num_processes());
+  const size_t batches_per_epoch = 5;
+  const size_t samples = batch * processes * batches_per_epoch;
+  const int accumulation = accelerator.gradient_accumulation_steps();
+  const int epochs = 2;
+  // Training as a program written for accel trains, under the launcher's settings: gradient
+  // accumulation, mixed precision, the fp16 loss scale. One entry per optimizer step that
+  // would apply gradients: whether the loss scale made it skip them (an fp16 overflow).
+  std::vector<bool> skipped;
   const auto distributed = train([&](torch::nn::Linear &model, torch::optim::SGD &optimizer) {
     accelerator.prepare(model, optimizer);
     auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
         Line(samples).map(torch::data::transforms::Stack<>()), batch);
-    for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int epoch = 0; epoch < epochs; ++epoch) {
       for (auto &b : *loader) {
-        optimizer.zero_grad();
+        auto accumulate = accelerator.accumulate(model);
+        auto autocast = accelerator.autocast();
+        accelerator.zero_grad(optimizer);
         accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
-        optimizer.step();
+        const bool stepped = accelerator.step(optimizer);
+        if (accelerator.sync_gradients()) {
+          skipped.push_back(!stepped);
+        }
       }
     }
   });
-  // The same training on this process alone, at the job's global batch size.
+  check(std::count(skipped.begin(), skipped.end(), false) > 0, "training equivalence",
+        "every optimizer step was skipped (fp16 overflow)");
+  // Every process holds the same parameters.
+  check(torch::equal(accelerator.broadcast(distributed, 0), distributed), "training equivalence",
+        "the processes' parameters differ from each other after training");
+
+  // The same training on this process alone, at the job's global batch size: the loss over
+  // N*B samples, divided over the accumulation steps, an optimizer step at the end of each
+  // cycle and of each epoch, except where the distributed run skipped one.
+  size_t step = 0;
   const auto single = train([&](torch::nn::Linear &model, torch::optim::SGD &optimizer) {
     auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
-        Line(samples).map(torch::data::transforms::Stack<>()),
-        batch * static_cast<size_t>(accelerator.num_processes()));
-    for (int epoch = 0; epoch < 2; ++epoch) {
+        Line(samples).map(torch::data::transforms::Stack<>()), batch * processes);
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      size_t seen = 0;
+      int in_cycle = 0;
       for (auto &b : *loader) {
-        optimizer.zero_grad();
-        torch::mse_loss(model->forward(b.data), b.target).backward();
-        optimizer.step();
+        torch::Tensor loss;
+        {
+          auto autocast = accelerator.autocast(); // the forward pass only, as backward does
+          loss = torch::mse_loss(model->forward(b.data), b.target);
+        }
+        (loss / accumulation).backward();
+        ++seen;
+        if (++in_cycle == accumulation || seen == batches_per_epoch) {
+          if (step >= skipped.size() || !skipped[step]) {
+            optimizer.step();
+          }
+          ++step;
+          optimizer.zero_grad();
+          in_cycle = 0;
+        }
       }
     }
   });
-  check(torch::allclose(distributed, single, 1e-5, 1e-6), "training equivalence",
-        "parameters after training differ from one process at the global batch size");
+  check(step == skipped.size(), "training equivalence",
+        "one process stepped " + std::to_string(step) + " times, the job " +
+            std::to_string(skipped.size()));
+  const double tol = tolerance(accelerator.mixed_precision());
+  std::ostringstream difference;
+  difference << "parameters after training differ from one process at the global batch size: "
+             << distributed << " vs " << single << " (tolerance " << tol << ")";
+  check(torch::allclose(distributed, single, tol, tol), "training equivalence", difference.str());
   accelerator.print("training equivalence (N processes at batch B == 1 process at N*B): ok");
 }
 
@@ -111,7 +161,9 @@ int main() {
   try {
     accelerate::Accelerator accelerator;
     accelerator.print("accel self-test on ", accelerator.num_processes(), " process(es), device ",
-                      accelerator.device());
+                      accelerator.device(), ", mixed precision ", accelerator.mixed_precision(),
+                      ", gradient accumulation steps ", accelerator.gradient_accumulation_steps());
+    accelerator.print("gradients are summed through: ", accelerator.gradient_transport());
     check_collectives(accelerator);
     check_data_sharding(accelerator);
     check_training(accelerator);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,6 +48,38 @@ int listen_on(const std::string &host, int port) {
   freeaddrinfo(found);
   throw std::runtime_error("accelerate: rank 0 cannot listen on " + host + ":" + service +
                            " for the rendezvous: " + last_error);
+}
+
+bool accepts_connections(const std::string &host, int port, int within_ms) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo *found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return false;
+  }
+  bool accepted = false;
+  for (addrinfo *candidate = found; candidate != nullptr && !accepted;
+       candidate = candidate->ai_next) {
+    const int fd =
+        socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+               candidate->ai_protocol);
+    if (fd < 0) {
+      continue;
+    }
+    if (connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0) {
+      accepted = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd waiting{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t length = sizeof(error);
+      accepted = poll(&waiting, 1, within_ms) == 1 &&
+                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return accepted;
 }
 
 int inherited_listen_socket(const std::string &descriptor) {

@@ -14,6 +14,10 @@ int listen_on(const std::string &host, int port);
 /// std::runtime_error when it is not an open listening socket.
 int inherited_listen_socket(const std::string &descriptor);
 
+/// Whether something accepts TCP connections at host:port now (tried for at most `within_ms`):
+/// tells "nothing listens there" from "something else answers there" in rendezvous errors.
+bool accepts_connections(const std::string &host, int port, int within_ms);
+
 /// True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback(const std::string &host);
 

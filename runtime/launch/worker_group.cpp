@@ -1,5 +1,7 @@
 #include "worker_group.h"
 
+#include "group_watchdog.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -76,7 +78,8 @@ StartedWorker start_worker(const WorkerSpec &spec) {
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   if (!spec.output_path.empty()) {
-    out_fd = open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Only the user reads a worker's output: it may hold data or secrets from the program.
+    out_fd = open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out_fd < 0) {
       throw std::runtime_error("accelerate: cannot open worker log " + spec.output_path + ": " +
                                std::strerror(errno));
@@ -93,6 +96,8 @@ StartedWorker start_worker(const WorkerSpec &spec) {
     }
   }
   const std::vector<int> inherit = spec.inherit_fds;
+  const std::string exec_failure =
+      argv.empty() ? std::string() : "accelerate: cannot execute " + argv[0] + ": ";
   const pid_t parent = getpid();
   // Signals stay blocked across fork until the child has reset the parent's handlers: a
   // SIGTERM that arrives in between must not be swallowed by a launcher's handler.
@@ -148,8 +153,15 @@ StartedWorker start_worker(const WorkerSpec &spec) {
       _exit(code);
     }
     execve(argv_ptrs[0], argv_ptrs.data(), envp_ptrs.data());
-    static const char message[] = "accelerate: cannot execute the worker program\n";
-    (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
+    const int error = errno;
+    const char *reason =
+        error == ENOEXEC ? "not an executable format (a script without #!?)"
+        : error == ENOENT
+            ? "no such file or directory (for a script: the interpreter on its #! line)"
+            : strerrordesc_np(error); // a static string: safe here
+    for (const char *piece : {exec_failure.c_str(), reason, "\n"}) {
+      (void)!write(STDERR_FILENO, piece, std::strlen(piece));
+    }
     _exit(127);
   }
   setpgid(pid, pid); // also from the parent, so that signal_all works before the child runs
@@ -176,10 +188,11 @@ std::string WorkerExit::describe() const {
 }
 
 WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output)
-    : on_output_(std::move(on_output)) {
+    : on_output_(std::move(on_output)), watchdog_(std::make_unique<GroupWatchdog>(specs.size())) {
   try {
     for (const auto &spec : specs) {
       const auto started = start_worker(spec);
+      watchdog_->watch(started.pid);
       pids_.push_back(started.pid);
       stdout_fds_.push_back(started.stdout_fd);
       stderr_fds_.push_back(started.stderr_fd);
@@ -200,6 +213,9 @@ WorkerGroup::~WorkerGroup() {
   for (size_t i = 0; i < pids_.size(); ++i) {
     if (running_[i]) {
       waitpid(pids_[i], nullptr, 0);
+      running_[i] = false;
+      kill(-pids_[i], SIGKILL);
+      watchdog_->forget(pids_[i]);
     }
     close_if_open(stdout_fds_[i]);
     close_if_open(stderr_fds_[i]);
@@ -276,6 +292,7 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       running_[i] = false;
       --left;
       kill(-pids_[i], SIGKILL); // anything the worker itself started
+      watchdog_->forget(pids_[i]);
       exits_[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
       exits_[i].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
       exits_[i].stopped_by_group = stopping;

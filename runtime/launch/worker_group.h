@@ -7,12 +7,15 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
 #include <vector>
 
 namespace accelerate::launch {
+
+class GroupWatchdog;
 
 struct WorkerSpec {
   std::vector<std::string> argv; ///< argv[0] is the program path; no shell.
@@ -41,9 +44,11 @@ struct WorkerExit {
 
 class WorkerGroup {
 public:
-  /// Starts one process per spec; rank i is specs[i]. Each worker runs in its own process group
-  /// and receives SIGKILL if this process dies. Throws std::runtime_error when a fork or exec
-  /// fails (an exec failure is reported as exit code 127 by wait()).
+  /// Starts one process per spec; rank i is specs[i]. Each worker runs in its own process group,
+  /// which is SIGKILLed if this process dies, however it dies (the worker by the kernel,
+  /// PR_SET_PDEATHSIG; what the worker started by a GroupWatchdog). Throws std::runtime_error
+  /// when a fork fails; an exec failure is reported as exit code 127 by wait(), with the
+  /// reason on the worker's stderr.
   explicit WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output = {});
   /// Kills and reaps any worker still running.
   ~WorkerGroup();
@@ -68,6 +73,7 @@ private:
   void pump_output(std::chrono::milliseconds wait_at_most);
 
   OutputHandler on_output_;
+  std::unique_ptr<GroupWatchdog> watchdog_;
   std::vector<pid_t> pids_;
   std::vector<int> stdout_fds_; ///< read ends of captured output, -1 when closed or none
   std::vector<int> stderr_fds_;

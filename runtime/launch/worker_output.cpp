@@ -1,7 +1,9 @@
 #include "worker_output.h"
 
+#include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace accelerate::launch {
@@ -15,6 +17,13 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     for (int local = 0; local < local_workers; ++local) {
       const auto path = std::filesystem::path(options_.log_dir) /
                         ("rank" + std::to_string(options_.first_rank + local) + ".log");
+      // Only the user reads the logs: a program's output may hold data or secrets. Created
+      // 0600 (and made so if it was there before), then opened as a stream.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        ::fchmod(fd, 0600);
+        ::close(fd);
+      }
       logs_.push_back(std::make_unique<std::ofstream>(path, std::ios::trunc));
       if (!*logs_.back()) {
         throw std::runtime_error("cannot write the log file " + path.string());
@@ -51,7 +60,11 @@ void WorkerOutput::flush() {
 
 void WorkerOutput::emit(int local, int stream, const std::string &line) {
   const int rank = options_.first_rank + local;
-  if (stream == 2) {
+  // The summary shows the last stderr lines: a C++ backtrace that c10 logged must not push the
+  // program's own message out of them.
+  const bool backtrace =
+      line.rfind("frame #", 0) == 0 || line.rfind("Exception raised from ", 0) == 0;
+  if (stream == 2 && !backtrace) {
     auto &tail = tails_[local];
     tail.push_back(line);
     if (tail.size() > options_.tail_lines) {

@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -20,6 +22,45 @@ namespace {
 
 std::string address_of(const ProcessInfo &info) {
   return info.master_addr + ":" + std::to_string(info.master_port);
+}
+
+// c10's errors carry a C++ backtrace after the message; the launcher shows a failed worker's
+// last lines, which must be the message.
+std::string message_of(const std::exception &error) {
+  if (const auto *c10_error = dynamic_cast<const c10::Error *>(&error)) {
+    return c10_error->what_without_backtrace();
+  }
+  return error.what();
+}
+
+// TCPStore's constructor waits for the server's answer to its first request without a time
+// limit: a foreign service on the port (an HTTP server, which reads on and never answers)
+// would hold this rank forever. So it runs on a helper thread, and past the timeout this rank
+// gives up; the helper is abandoned, blocked in recv, and ends with the process.
+c10::intrusive_ptr<c10d::Store> connect_within(const ProcessInfo &info,
+                                               const c10d::TCPStoreOptions &options,
+                                               std::chrono::milliseconds timeout) {
+  using Result = std::promise<c10::intrusive_ptr<c10d::Store>>;
+  auto result = std::make_shared<Result>();
+  auto connected = result->get_future();
+  std::thread([result, host = info.master_addr, options] {
+    try {
+      result->set_value(c10::make_intrusive<c10d::TCPStore>(host, options));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  // A little beyond the timeout, so that TCPStore's own connect timeout (nothing listens)
+  // reports first.
+  if (connected.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready) {
+    throw std::runtime_error(
+        accepts_connections(info.master_addr, info.master_port, 1000)
+            ? "something accepts connections there but does not answer as a rendezvous store "
+              "(another service on this port? choose another --main_process_port)"
+            : "nothing accepts connections there (is machine 0 up, and are the address and "
+              "port right?)");
+  }
+  return connected.get();
 }
 
 c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo &info,
@@ -39,11 +80,14 @@ c10::intrusive_ptr<c10d::Store> open_store(const ProcessInfo &info,
                                                   : listen_on(info.master_addr, info.master_port);
   }
   try {
-    return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
+    if (options.isServer) {
+      return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
+    }
+    return connect_within(info, options, timeout);
   } catch (const std::exception &error) {
     throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
                              " could not reach the rendezvous store at " + address_of(info) +
-                             " within " + seconds_text(timeout) + ": " + error.what());
+                             " within " + seconds_text(timeout) + ": " + message_of(error));
   }
 }
 
@@ -53,7 +97,7 @@ bool store_has(c10d::Store &store, const std::vector<std::string> &keys, const P
   } catch (const std::exception &error) {
     throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
                              " lost the rendezvous store at " + address_of(info) +
-                             " (rank 0 exited or failed): " + error.what());
+                             " (rank 0 exited or failed): " + message_of(error));
   }
 }
 
@@ -204,7 +248,7 @@ std::runtime_error ProcessGroup::failure(const std::string &what,
                                          const std::exception &error) const {
   return std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
                             " of " + std::to_string(size_) +
-                            " (a peer may have exited or timed out): " + error.what());
+                            " (a peer may have exited or timed out): " + message_of(error));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::start_sum(const at::Tensor &tensor,

@@ -56,6 +56,12 @@ TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
   EXPECT_NE(result.err.find("note: ignoring 'dynamo_config'"), std::string::npos) << result.err;
 }
 
+TEST(Config, EnvSaysNotFoundWithoutAConfig) {
+  const auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Config in effect:\n\tNot found\n"), std::string::npos) << result.out;
+}
+
 TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
   auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -111,7 +117,9 @@ TEST(Config, DefaultWritesAccelerateKeysAndNeverOverwrites) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("saved at " + path), std::string::npos) << result.out;
   const auto written = read(path);
-  EXPECT_NE(written.find("distributed_type: NO"), std::string::npos) << written;
+  // Quoted, as Accelerate writes them: YAML 1.1 (PyYAML) reads a plain NO or no as false.
+  EXPECT_NE(written.find("distributed_type: 'NO'"), std::string::npos) << written;
+  EXPECT_NE(written.find("mixed_precision: 'no'"), std::string::npos) << written;
   EXPECT_NE(written.find("compute_environment: LOCAL_MACHINE"), std::string::npos) << written;
 
   std::ofstream(path, std::ios::app) << "# edited by hand\n";

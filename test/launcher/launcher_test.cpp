@@ -32,6 +32,15 @@ std::vector<std::string> launch(std::vector<std::string> args) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
+/// Alive and not a zombie: an orphan's zombie waits for whatever reaps orphans here.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
 /// Shell words that make a worker write its pid to DIR/$RANK.pid, whole or not at all (a
 /// worker stopped mid-write must not leave an empty file: pid 0 would be "alive" forever).
 std::string write_pid(const std::string &dir) {
@@ -167,6 +176,55 @@ TEST(Launch, NoWorkerOutlivesAKilledLauncher) {
   fs::remove_all(dir);
 }
 
+TEST(Launch, NothingAWorkerStartedOutlivesAKilledLauncher) {
+  // Each worker starts a child of its own and records its pid, and the launcher's ($PPID).
+  const auto dir = accel_test::make_temp_dir("kill-grandchildren");
+  accelerate::launch::WorkerSpec spec;
+  spec.argv = launch({"--num_processes", "2", "/bin/sh", "-c",
+                      "echo $PPID > " + dir + "/launcher; sleep 300 & echo $! > " + dir +
+                          "/$RANK.tmp && mv " + dir + "/$RANK.tmp " + dir + "/$RANK.pid; wait"});
+  spec.env = kIsolated;
+  spec.capture_output = true;
+  accelerate::launch::WorkerGroup harness({spec});
+  ASSERT_TRUE(wait_until([&] { return read_pids(dir).size() == 2; }));
+  const auto children = read_pids(dir);
+  pid_t launcher = 0;
+  std::ifstream(dir + "/launcher") >> launcher;
+  ASSERT_GT(launcher, 0);
+  kill(launcher, SIGKILL); // the launcher alone, with no chance to clean up
+  harness.wait(60s);
+  for (pid_t pid : children) {
+    EXPECT_TRUE(wait_until([&] { return !running(pid); }))
+        << "a worker's child " << pid << " outlived the launcher";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Launch, ExecFailuresSayWhy) {
+  const auto dir = accel_test::make_temp_dir("exec-failures");
+  const auto no_shebang = dir + "/no-shebang";
+  std::ofstream(no_shebang) << "echo hello\n";
+  const auto missing_interpreter = dir + "/missing-interpreter";
+  std::ofstream(missing_interpreter) << "#!/nonexistent/accel-interpreter\necho hello\n";
+  fs::permissions(no_shebang, fs::perms::owner_all);
+  fs::permissions(missing_interpreter, fs::perms::owner_all);
+
+  auto result = run_command(launch({no_shebang}), kIsolated);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("| accelerate: cannot execute " + no_shebang +
+                            ": not an executable format (a script without #!?)"),
+            std::string::npos)
+      << result.err;
+  result = run_command(launch({missing_interpreter}), kIsolated);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("| accelerate: cannot execute " + missing_interpreter +
+                            ": no such file or directory (for a script: the interpreter on its "
+                            "#! line)"),
+            std::string::npos)
+      << result.err;
+  fs::remove_all(dir);
+}
+
 TEST(Launch, MaxRestartsRestartsTheWholeJob) {
   const auto result = run_command(
       launch({"--num_processes", "2", "--max_restarts", "2", "/bin/sh", "-c",
@@ -188,10 +246,15 @@ TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "[rank0] hello from 0\n");
   for (int rank : {0, 1}) {
-    std::ifstream in(dir + "/rank" + std::to_string(rank) + ".log");
+    const auto log = dir + "/rank" + std::to_string(rank) + ".log";
+    std::ifstream in(log);
     std::string line;
     std::getline(in, line);
     EXPECT_EQ(line, "hello from " + std::to_string(rank));
+    // Only the user may read what the program printed.
+    EXPECT_EQ(fs::status(log).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << log;
   }
   fs::remove_all(dir);
 }
@@ -250,6 +313,48 @@ TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {
                   kIsolated);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("never arrived: rank(s) 2, 3"), std::string::npos) << result.err;
+}
+
+TEST(Launch, AForeignServiceOnTheMainPortFailsWithinTheTimeout) {
+  // Something else owns the main port: it accepts connections and never answers (as an HTTP
+  // server does with bytes that are not a request). Machine 1's workers must give up after
+  // --rdzv_timeout, naming the address, instead of waiting forever.
+  BusyPort foreign;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "1",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(foreign.port), "--rdzv_timeout", "3", ACCEL_SELFTEST_BIN}),
+                  kIsolated, 60);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("| accelerate: rank 1 could not reach the rendezvous store at "
+                            "127.0.0.1:" +
+                            std::to_string(foreign.port) +
+                            " within 3.0 s: something accepts "
+                            "connections there but does not answer"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(Launch, NothingListeningOnTheMainPortIsReportedInTheSummary) {
+  // The runtime's own message, not a C++ backtrace, is what the failure summary shows.
+  const int port = accelerate::launch::free_loopback_port();
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "1",
+                          "--main_process_ip", "127.0.0.1", "--main_process_port",
+                          std::to_string(port), "--rdzv_timeout", "2", ACCEL_SELFTEST_BIN}),
+                  kIsolated, 60);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const auto failed = result.err.find("accel: the job failed");
+  ASSERT_NE(failed, std::string::npos) << result.err;
+  const auto summary = result.err.substr(failed);
+  EXPECT_NE(summary.find("| accelerate: rank 1 could not reach the rendezvous store at 127.0.0.1:" +
+                         std::to_string(port) + " within 2.0 s"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(summary.find("frame #"), std::string::npos) << "a backtrace in the summary:\n"
+                                                        << summary;
 }
 
 TEST(Launch, TwoLaunchersFormOneJob) {
@@ -324,11 +429,58 @@ TEST(OtherLaunchers, SlurmVariables) {
   expect_selftest_job(environments);
 }
 
-TEST(AccelTest, ReportsSuccess) {
-  const auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
+TEST(AccelTest, ReportsSuccessAndTheGradientTransport) {
+  auto result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("Test is a success!"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[rank0] gradients are summed through: shared memory\n"),
+            std::string::npos)
+      << result.out;
+
+  auto gloo = kIsolated;
+  gloo["ACCELERATE_SHARED_MEMORY"] = "false";
+  result = run_command({ACCEL_BIN, "test", "--num_processes", "2"}, gloo);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[rank0] gradients are summed through: gloo (not shared memory: "),
+            std::string::npos)
+      << result.out;
 }
+
+// Every valid setting trains correctly: the self-test trains as a program written for accel
+// does (accumulate, autocast, accelerator.step) and compares with one process trained alike.
+class AccelTestSettings : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(AccelTestSettings, Pass) {
+  const auto dir = accel_test::make_temp_dir("selftest-settings");
+  const auto config = dir + "/config.yaml";
+  std::ofstream(config) << GetParam() << "\n";
+  const auto result =
+      run_command({ACCEL_BIN, "test", "--num_processes", "2", "--config_file", config}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << GetParam() << "\n" << result.out << result.err;
+  EXPECT_NE(result.out.find("[rank0] training equivalence (N processes at batch B == 1 process "
+                            "at N*B): ok"),
+            std::string::npos)
+      << result.out;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Launch, AccelTestSettings,
+    ::testing::Values("mixed_precision: fp16", "mixed_precision: bf16",
+                      "gradient_accumulation_steps: 2", "gradient_accumulation_steps: 4",
+                      "mixed_precision: fp16\ngradient_accumulation_steps: 4",
+                      "mixed_precision: bf16\ngradient_accumulation_steps: 2"),
+    // "fp16", "accumulation4", "fp16_accumulation4": names fit for test reports.
+    [](const ::testing::TestParamInfo<const char *> &info) {
+      std::string name;
+      std::istringstream lines(info.param);
+      for (std::string line; std::getline(lines, line);) {
+        const auto value = line.substr(line.find(": ") + 2);
+        const bool precision = line.rfind("mixed_precision", 0) == 0;
+        name += (name.empty() ? "" : "_") + (precision ? value : "accumulation" + value);
+      }
+      return name;
+    });
 
 TEST(AccelCli, VersionAndUsageErrors) {
   const auto version = run_command({ACCEL_BIN, "--version"});

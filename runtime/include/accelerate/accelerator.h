@@ -44,6 +44,11 @@ public:
   bool is_local_main_process() const { return local_process_index() == 0; }
   /// True when more than one process takes part.
   bool distributed() const { return num_processes() > 1; }
+  /// How gradients are summed across processes: "shared memory" (CPU processes on one
+  /// machine), else the backend with the reason shared memory is not used, e.g.
+  /// "gloo (not shared memory: rank 2 runs on another machine than rank 0)"; "none (one
+  /// process)".
+  std::string gradient_transport() const;
 
   // ---- prepare -------------------------------------------------------------------------
   /// Moves the model to device(), makes every process start from process 0's parameters and

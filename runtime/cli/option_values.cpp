@@ -1,0 +1,63 @@
+#include "option_values.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace accel::cli {
+
+CLI::Validator whole_number(long lowest, long highest) {
+  const std::string range =
+      std::to_string(lowest) + " to " +
+      (highest == std::numeric_limits<int>::max() ? std::string("any") : std::to_string(highest));
+  return CLI::Validator(
+      [lowest, highest, range](std::string &text) -> std::string {
+        errno = 0;
+        char *end = nullptr;
+        const long value = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE) {
+          return "'" + text + "' is not a whole number";
+        }
+        if (value < lowest || value > highest) {
+          return "'" + text + "' is out of range (" + range + ")";
+        }
+        return {};
+      },
+      "INTEGER " + range);
+}
+
+CLI::Validator positive_seconds() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+          return "'" + text + "' is not a number of seconds";
+        }
+        if (value <= 0) {
+          return "'" + text + "' is not above 0 seconds";
+        }
+        return {};
+      },
+      "SECONDS > 0");
+}
+
+CLI::Validator one_of(const std::vector<std::string> &allowed, const std::string &why) {
+  std::string list;
+  for (const auto &choice : allowed) {
+    list += (list.empty() ? "" : ", ") + choice;
+  }
+  return CLI::Validator(
+      [allowed, list, why](std::string &text) -> std::string {
+        for (const auto &choice : allowed) {
+          if (text == choice) {
+            return {};
+          }
+        }
+        return "'" + text + "' is not one of " + list + (why.empty() ? "" : " (" + why + ")");
+      },
+      "{" + list + "}");
+}
+
+} // namespace accel::cli

@@ -1,0 +1,22 @@
+// Checks on the values of command-line options whose messages say what is wrong in words
+// ("--num_processes: 'two' is not a whole number"), instead of CLI11's generic ones ("Value two
+// not in range 0.000000 to 1.79769e+308").
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace accel::cli {
+
+/// A whole number from `lowest` to `highest`.
+CLI::Validator whole_number(long lowest, long highest);
+
+/// A number of seconds above zero.
+CLI::Validator positive_seconds();
+
+/// One of `allowed`, spelled exactly; `why` (if any) follows the message about another value.
+CLI::Validator one_of(const std::vector<std::string> &allowed, const std::string &why = "");
+
+} // namespace accel::cli

@@ -1,0 +1,91 @@
+// `accel launch`'s command line: Accelerate's flags, unknown options, bad values.
+#include "run_command.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using accel_test::run_command;
+
+const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-accel-test"}};
+
+std::vector<std::string> launch(std::vector<std::string> args) {
+  args.insert(args.begin(), {ACCEL_BIN, "launch"});
+  return args;
+}
+
+TEST(Flags, AccelerateFlagsAreAcceptedWithTheirMeaning) {
+  auto result = run_command(
+      launch({"--multi_gpu", "--debug", "--same_network", "--rdzv_backend", "static", "--no_python",
+              "/bin/sh", "-c", "echo $ACCELERATE_USE_CPU $ACCELERATE_DEBUG_MODE"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] false true\n");
+
+  // Hyphens work as underscores do.
+  result = run_command(launch({"--multi-gpu", "--same-network", "--rdzv-backend", "static",
+                               "--no-python", "/bin/sh", "-c", "echo $ACCELERATE_DEBUG_MODE"}),
+                       kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] false\n");
+}
+
+TEST(Flags, ModuleDoesNotApplyToNativePrograms) {
+  for (const char *flag : {"-m", "--module"}) {
+    const auto result = run_command(launch({flag, "/bin/echo", "x"}), kIsolated);
+    EXPECT_EQ(result.exit_code, 2) << flag;
+    EXPECT_NE(result.err.find("-m/--module runs a Python module"), std::string::npos) << result.err;
+  }
+  // After PROGRAM, -m is the program's.
+  const auto result = run_command(launch({"/bin/echo", "-m"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] -m\n");
+}
+
+TEST(Flags, UnknownOptionsAreReportedAsSuch) {
+  auto result = run_command(launch({"--multi_cpu", "/bin/echo", "x"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: unknown option '--multi_cpu'"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("PATH"), std::string::npos) << result.err;
+
+  // `--` ends the launcher's options.
+  result = run_command(launch({"--", "/bin/echo", "--multi_cpu"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] --multi_cpu\n");
+  // A `--` after PROGRAM is the program's.
+  result = run_command(launch({"/bin/echo", "a", "--", "b"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] a -- b\n");
+}
+
+TEST(Flags, BadValuesExit2WithAClearMessage) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--num_processes", "two"}, "--num_processes: 'two' is not a whole number"},
+      {{"--num_processes", "0"}, "--num_processes: '0' is out of range (1 to any)"},
+      {{"--num-processes", "2.5"}, "--num_processes: '2.5' is not a whole number"},
+      {{"--main_process_port", "70000"},
+       "--main_process_port: '70000' is out of range (1 to 65535)"},
+      {{"--mixed_precision", "fp32"}, "--mixed_precision: 'fp32' is not one of no, fp16, bf16"},
+      {{"--rdzv_timeout", "soon"}, "--rdzv_timeout: 'soon' is not a number of seconds"},
+      {{"--monitor_interval", "-1"}, "--monitor_interval: '-1' is not above 0 seconds"},
+      {{"--rdzv_backend", "c10d"},
+       "--rdzv_backend: 'c10d' is not one of static (accel's rendezvous is static"},
+      {{"--tee", "5"}, "--tee: '5' is out of range (0 to 3)"},
+      {{"--multi_gpu", "--cpu"}, "--multi_gpu and --cpu contradict each other"},
+  };
+  for (const auto &[args, message] : cases) {
+    auto argv = args;
+    argv.push_back("true");
+    const auto result = run_command(launch(argv), kIsolated);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
+    EXPECT_NE(result.err.find("accel: error: " + message), std::string::npos) << result.err;
+  }
+  const auto test = run_command({ACCEL_BIN, "test", "--num_processes", "two"}, kIsolated);
+  EXPECT_EQ(test.exit_code, 2);
+  EXPECT_NE(test.err.find("--num_processes: 'two' is not a whole number"), std::string::npos)
+      << test.err;
+  EXPECT_EQ(run_command({ACCEL_BIN, "launch", "--help"}).exit_code, 0);
+}
+
+} // namespace
