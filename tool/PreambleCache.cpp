@@ -511,8 +511,8 @@ void PreambleCache::removeOldEntries() {
        It.increment(Error)) {
     llvm::StringRef Name = llvm::sys::path::filename(It->path());
     bool Entry = Name.ends_with(".preamble");
-    // Ours ("tmp-KEY-XXXXXXXX.pch") and clang's own next to it when a build was interrupted
-    // while it wrote the PCH ("tmp-KEY-XXXXXXXX.pch.tmp", "tmp-KEY-XXXXXXXX.pch-XXXXXXXX").
+    // Ours ("tmp-KEY-RANDOM.pch") and clang's own next to it when a build was interrupted
+    // while it wrote the PCH ("tmp-KEY-RANDOM.pch.tmp", "tmp-KEY-RANDOM.pch-RANDOM").
     bool Temporary = Name.starts_with("tmp-") && Name.contains(".pch");
     llvm::ErrorOr<llvm::sys::fs::basic_file_status> Status = It->status();
     if ((!Entry && !Temporary) || !Status) {
