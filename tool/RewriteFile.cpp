@@ -80,6 +80,10 @@ public:
                      clang::FileManager *Files,
                      std::shared_ptr<clang::PCHContainerOperations> PCHContainerOps,
                      clang::DiagnosticConsumer *Diagnostics) override {
+    // No "N errors generated." line: clang writes it straight to stderr, ahead of the
+    // diagnostics the caller prints from its capture (and once more for a parse repeated
+    // without the preamble); the tool says itself that the file has compile errors.
+    Invocation->getDiagnosticOpts().ShowCarets = false;
     if (Preambles && Invocation->getFrontendOpts().Inputs.size() == 1) {
       llvm::StringRef MainFile = Invocation->getFrontendOpts().Inputs[0].getFile();
       auto Text = Files->getVirtualFileSystem().getBufferForFile(MainFile);
@@ -91,8 +95,6 @@ public:
             PCHContainerOps, Result.PreambleOrigin, Result.PreambleNote);
         if (Built) {
           auto WithPreamble = std::make_shared<clang::CompilerInvocation>(*Invocation);
-          // Silent, "N errors generated." included: a failure is told by the parse without.
-          WithPreamble->getDiagnosticOpts().ShowCarets = false;
           auto FS =
               PreambleCache::use(*Built, Bounds, *WithPreamble, Files->getVirtualFileSystemPtr());
           auto PreambleFiles =
