@@ -3,15 +3,23 @@
 // the runtime. Here the original trains on 1 process at batch 2B and the rewrite under
 // `accel launch --num_processes 2` at batch B; both see the same global batches, so the final
 // parameters and the printed metrics must agree (tolerances below: float sums in another order).
+// Programs that print their progress and reports as a user would (std::cout, printf) also hold
+// the rewrite to printing once, with the same meaning: the rewrite's output is the main
+// process's alone, line for line the original's. Programs whose training loop lives in a
+// helper function also run under the launcher's accumulation and mixed-precision settings,
+// which only reach the helper if the rewrite threads the accelerator into it.
 #include "run_command.h"
 
 #include <torch/torch.h>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -23,7 +31,13 @@ constexpr int64_t kBatchPerProcess = 8;
 
 struct Program {
   std::string name;
+  /// Its stdout, not only its metrics, must come out once and mean the same (see PrintedOnce).
+  bool prints_once = false;
+  /// Trains in a helper function: accumulation and mixed precision must reach it.
+  bool trains_in_helper = false;
 };
+
+void PrintTo(const Program &program, std::ostream *out) { *out << program.name; }
 
 std::string describe(const accel_test::CommandResult &result) {
   return "exit " + std::to_string(result.exit_code) + "\nstdout:\n" + result.out + "\nstderr:\n" +
@@ -52,6 +66,85 @@ std::map<std::string, double> metrics(const std::string &output) {
   return found;
 }
 
+std::vector<std::string> lines_of(const std::string &output) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// A line cut into text and numbers: "[64/256] loss 0.12" is "[", 64, "/", 256, "] loss ", 0.12.
+struct Piece {
+  bool number = false;
+  std::string text;
+  double value = 0;
+};
+
+std::vector<Piece> pieces_of(const std::string &line) {
+  static const std::regex number(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)");
+  std::vector<Piece> pieces;
+  size_t at = 0;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), number);
+       it != std::sregex_iterator(); ++it) {
+    const auto start = static_cast<size_t>(it->position());
+    if (start > at) {
+      pieces.push_back({false, line.substr(at, start - at), 0});
+    }
+    pieces.push_back({true, it->str(), std::stod(it->str())});
+    at = start + static_cast<size_t>(it->length());
+  }
+  if (at < line.size()) {
+    pieces.push_back({false, line.substr(at), 0});
+  }
+  return pieces;
+}
+
+// Same words, same numbers up to 1e-3 (relative above 1, absolute below: a value printed with
+// four decimals may differ in its last digit).
+bool same_meaning(const std::string &expected, const std::string &actual) {
+  const auto want = pieces_of(expected), got = pieces_of(actual);
+  if (want.size() != got.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].number != got[i].number) {
+      return false;
+    }
+    if (!want[i].number && want[i].text != got[i].text) {
+      return false;
+    }
+    if (want[i].number &&
+        std::abs(want[i].value - got[i].value) > 1e-3 * std::max(1.0, std::abs(want[i].value))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The original's stdout against a launched rewrite's: every line from the main process (the
+// launcher writes "[rank0] " before it), as many lines, each meaning the same.
+void expect_printed_once(const std::string &original, const std::string &launched) {
+  const auto want = lines_of(original), got = lines_of(launched);
+  std::vector<std::string> main_lines;
+  for (const auto &line : got) {
+    if (line.rfind("[rank0] ", 0) == 0) {
+      main_lines.push_back(line.substr(8));
+    } else {
+      ADD_FAILURE() << "a line not from the main process: " << line;
+    }
+  }
+  EXPECT_EQ(got.size(), want.size()) << "the original printed " << want.size()
+                                     << " lines, the rewrite " << got.size() << ":\n"
+                                     << launched;
+  for (size_t i = 0; i < std::min(want.size(), main_lines.size()); ++i) {
+    EXPECT_TRUE(same_meaning(want[i], main_lines[i]))
+        << "line " << i + 1 << " differs:\n  original: " << want[i]
+        << "\n  rewrite:  " << main_lines[i];
+  }
+}
+
 // Every tensor of two module archives (torch::save of a model), compared by name.
 void expect_same_archives(torch::serialize::InputArchive &expected,
                           torch::serialize::InputArchive &actual, const std::string &where) {
@@ -71,6 +164,30 @@ void expect_same_archives(torch::serialize::InputArchive &expected,
   }
 }
 
+// Whether any tensor of two module archives differs beyond the tolerances.
+bool archives_differ(torch::serialize::InputArchive &first,
+                     torch::serialize::InputArchive &second) {
+  for (const auto &key : first.keys()) {
+    torch::Tensor first_tensor, second_tensor;
+    if (first.try_read(key, first_tensor) || first.try_read(key, first_tensor, true)) {
+      if (!(second.try_read(key, second_tensor) || second.try_read(key, second_tensor, true)) ||
+          !torch::allclose(first_tensor, second_tensor, kRelative, kAbsolute)) {
+        return true;
+      }
+      continue;
+    }
+    torch::serialize::InputArchive first_child, second_child;
+    if (!first.try_read(key, first_child) || !second.try_read(key, second_child) ||
+        archives_differ(first_child, second_child)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::map<std::string, std::string> kLaunchEnvironment = {
+    {"HF_HOME", "/nonexistent-accel-test"}};
+
 class Corpus : public ::testing::TestWithParam<Program> {};
 
 TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
@@ -86,8 +203,11 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
   ASSERT_EQ(single.exit_code, 0) << describe(single);
   const auto distributed = run_command({ACCEL_BIN, "launch", "--num_processes", "2", rewritten,
                                         std::to_string(kBatchPerProcess), dir + "/distributed"},
-                                       {{"HF_HOME", "/nonexistent-accel-test"}});
+                                       kLaunchEnvironment);
   ASSERT_EQ(distributed.exit_code, 0) << describe(distributed);
+  if (GetParam().prints_once) {
+    expect_printed_once(single.out, distributed.out);
+  }
 
   const auto expected_metrics = metrics(single.out);
   const auto actual_metrics = metrics(distributed.out);
@@ -106,6 +226,15 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
   fs::remove_all(dir);
 }
 
+// Written in other people's styles, printing as they would (prints_once), some training in
+// helper functions (trains_in_helper); see each file's header comment.
+const Program kPrinting[] = {
+    {"spiral_report", true, false},    {"progress_tabs", true, false},
+    {"allman_factory", true, false},   {"helper_train_auto", true, true},
+    {"device_progress", true, true},   {"warmup_gradnorm", true, false},
+    {"holder_counts", true, true},     {"sequential_fit", true, true},
+};
+
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
                          ::testing::Values(Program{"regression_sgd"}, Program{"classifier_adam"},
                                            Program{"gan_adamw"}, Program{"gru_sequences"},
@@ -113,6 +242,70 @@ INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
                                            Program{"conv_sequential"}, Program{"lstm_classifier"},
                                            Program{"autoencoder"}, Program{"early_stopping"},
                                            Program{"logistic_bce"}, Program{"csv_param_groups"}),
+                         [](const auto &info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Printing, Corpus, ::testing::ValuesIn(kPrinting),
+                         [](const auto &info) { return info.param.name; });
+
+// Training in a helper function: the launcher's settings reach it only through the accelerator
+// the rewrite threads into it. With --gradient_accumulation_steps 2, two processes at batch B
+// make one optimizer step per 4B samples, like the original at 4B; with --mixed_precision bf16
+// the forward passes run in bf16 and the parameters end elsewhere than without it.
+class CorpusHelper : public ::testing::TestWithParam<Program> {};
+
+TEST_P(CorpusHelper, AccumulationAndMixedPrecisionReachTheHelper) {
+  const std::string name = GetParam().name;
+  const auto dir = accel_test::make_temp_dir("corpus-helper-" + name);
+  for (const char *sub : {"single", "accumulated", "plain", "bf16"}) {
+    fs::create_directories(dir + "/" + sub);
+  }
+  const std::string original = std::string(CORPUS_BIN_DIR) + "/corpus_" + name;
+  const std::string rewritten = original + "_dist";
+  const std::string batch = std::to_string(kBatchPerProcess);
+
+  const auto single = run_command({original, std::to_string(4 * kBatchPerProcess), dir + "/single"},
+                                  {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(single.exit_code, 0) << describe(single);
+  const auto launch = [&](std::vector<std::string> flags, const std::string &out) {
+    std::vector<std::string> argv = {ACCEL_BIN, "launch", "--num_processes", "2"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {rewritten, batch, dir + "/" + out});
+    return run_command(argv, kLaunchEnvironment);
+  };
+  const auto accumulated = launch({"--gradient_accumulation_steps", "2"}, "accumulated");
+  ASSERT_EQ(accumulated.exit_code, 0) << describe(accumulated);
+  const auto plain = launch({}, "plain");
+  ASSERT_EQ(plain.exit_code, 0) << describe(plain);
+  const auto bf16 = launch({"--mixed_precision", "bf16"}, "bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << describe(bf16);
+
+  {
+    torch::serialize::InputArchive expected, actual;
+    expected.load_from(dir + "/single/model.pt");
+    actual.load_from(dir + "/accumulated/model.pt");
+    expect_same_archives(expected, actual, "accumulating 2 against the original at 4B: ");
+  }
+  {
+    torch::serialize::InputArchive without, with;
+    without.load_from(dir + "/plain/model.pt");
+    with.load_from(dir + "/bf16/model.pt");
+    EXPECT_TRUE(archives_differ(without, with))
+        << "--mixed_precision bf16 trained exactly as without it: the helper's forward pass "
+           "runs outside accelerator.autocast()";
+  }
+  fs::remove_all(dir);
+}
+
+std::vector<Program> helper_programs() {
+  std::vector<Program> programs;
+  for (const auto &program : kPrinting) {
+    if (program.trains_in_helper) {
+      programs.push_back(program);
+    }
+  }
+  return programs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, CorpusHelper, ::testing::ValuesIn(helper_programs()),
                          [](const auto &info) { return info.param.name; });
 
 // The product's own example, examples/mnist/train.cpp, on MNIST-format files (Debian's
