@@ -34,6 +34,12 @@ llvm::ArrayRef<RuleInfo> allRules() {
        "accelerator.step(...), accelerator.zero_grad(...)",
        makeStepRule},
       {"accel-save", "torch::save(value, path) -> accelerator.save(value, path)", makeSaveRule},
+      {"accel-reduce",
+       "running statistics of the sharded training loop read through accelerator.reduce",
+       makeReduceRule},
+      {"accel-print",
+       "std::cout -> accelerator.print(), printf -> accelerator.printf: printed once per job",
+       makePrintRule},
   };
   return Rules;
 }

@@ -17,6 +17,8 @@ Rule makePrepareRule();
 Rule makeDataLoaderRule();
 Rule makeBackwardRule();
 Rule makeSaveRule();
+Rule makePrintRule();
+Rule makeReduceRule();
 Rule makeStepRule();
 Rule makeAccumulateRule();
 Rule makeAutocastRule();

@@ -1,6 +1,6 @@
 //===- StepRule.cpp - accel-step ------------------------------------------===//
 //
-// In a loop that runs a training step: optimizer.step() -> accelerator.step(optimizer),
+// In a loop that runs a training step (or in a helper that is one step): optimizer.step() -> accelerator.step(optimizer),
 // scheduler.step() -> accelerator.step(scheduler), optimizer.zero_grad(...) ->
 // accelerator.zero_grad(optimizer, ...). The accelerator skips them on gradient-accumulation
 // steps and, under fp16, unscales the gradients and skips a step that overflowed. A
@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "utils/AcceleratorParameter.h"
 #include "utils/Calls.h"
 #include "utils/RuleBuilders.h"
 #include "utils/SetupFunction.h"
@@ -25,10 +26,17 @@ using namespace clang::transformer;
 namespace accel::rewrites {
 namespace {
 
-AST_MATCHER(CXXMemberCallExpr, inTrainingStepLoop) {
+/// In a loop that runs a training step, or outside loops in a helper that is one training
+/// step and gets the accelerator.
+AST_MATCHER(CXXMemberCallExpr, inTrainingStep) {
   ASTContext &Ctx = Finder->getASTContext();
-  const Stmt *Loop = innermostLoop(DynTypedNode::create(Node), Ctx);
-  return Loop && isTrainingStepLoop(Loop, Ctx);
+  DynTypedNode Call = DynTypedNode::create(Node);
+  if (const Stmt *Loop = innermostLoop(Call, Ctx)) {
+    return isTrainingStepLoop(Loop, Ctx);
+  }
+  const FunctionDecl *Function = enclosingFunction(Call, Ctx);
+  return Function && isTrainingStepFunction(Function) &&
+         receivesAcceleratorParameter(Function, Ctx);
 }
 
 const CXXMemberCallExpr *call(const MatchResult &Match) {
@@ -55,7 +63,7 @@ std::string arguments(const MatchResult &Match) {
 Rule makeStepRule() {
   auto Optimizer = cxxRecordDecl(isSameOrDerivedFrom("::torch::optim::Optimizer"));
   auto Scheduler = cxxRecordDecl(isSameOrDerivedFrom("::torch::optim::LRScheduler"));
-  auto InLoop = allOf(inUserCode(), inTrainingStepLoop(), forFunction(acceleratorFunction()));
+  auto InLoop = allOf(inUserCode(), inTrainingStep(), forFunction(acceleratorFunction()));
   // step(closure) (LBFGS) needs the closure: left alone, with a warning.
   auto OptimizerStep =
       cxxMemberCallExpr(InLoop, callee(cxxMethodDecl(hasName("step"), ofClass(Optimizer))))

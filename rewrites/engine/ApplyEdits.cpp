@@ -60,6 +60,25 @@ std::string indentationUnit(llvm::StringRef Code) {
   return std::string(Smallest == 0 ? 2 : Smallest, ' ');
 }
 
+/// The first line of the statement whose line starts at LineStart: a statement wrapped over
+/// several lines is indented by its first line, not by its continuation lines.
+size_t statementStart(llvm::StringRef Code, size_t LineStart) {
+  size_t Start = LineStart;
+  while (Start > 0) {
+    size_t Previous = lineStart(Code, Start - 1);
+    llvm::StringRef Content = lineContent(Code, Previous);
+    // The line above ends a statement or opens or closes a block (or is not code).
+    bool Ends = Content.empty() || Content.starts_with("//") || Content.starts_with("#") ||
+                Content.starts_with("*") || Content.ends_with("*/") ||
+                llvm::StringRef(";{}:").contains(Content.back());
+    if (Ends) {
+      break;
+    }
+    Start = Previous;
+  }
+  return Start;
+}
+
 /// The indentation for whole lines inserted at the start of the line at Offset (in Code, the
 /// original text): that of the line they go before, or, before a closing brace, a blank line
 /// or the end of the file, that of the code above them (one level deeper after an opening
@@ -75,7 +94,7 @@ std::string indentationForLinesAt(llvm::StringRef Code, size_t Offset, llvm::Str
     if (Above.empty()) {
       continue;
     }
-    std::string Indentation = indentationAt(Code, Start).str();
+    std::string Indentation = indentationAt(Code, statementStart(Code, Start)).str();
     return Above.ends_with("{") ? Indentation + Unit.str() : Indentation;
   }
   return "";
@@ -154,6 +173,8 @@ std::string applyEdits(llvm::StringRef FileName, llvm::StringRef Code,
   } else {
     llvm::consumeError(Style.takeError());
   }
+  // `T& name` or `T &name` as the file already writes it, whatever the style says.
+  Chosen.DerivePointerAlignment = true;
   // Each line of text the edits wrote, in the new code, from its first to its last
   // non-blank character: the only text formatting may change.
   std::vector<clang::tooling::Range> Written;

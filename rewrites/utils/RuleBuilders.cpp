@@ -88,7 +88,7 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
     Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
     return Result;
   };
-  return transformer::makeRule(trainingStepLoop(), Edits, explain("body", std::move(Explanation)));
+  return transformer::makeRule(trainingStepBody(), Edits, explain("body", std::move(Explanation)));
 }
 
 Rule noAcceleratorRule(clang::ast_matchers::internal::DynTypedMatcher Matcher, std::string Id,

@@ -37,7 +37,7 @@ inline clang::transformer::Generator<Finding> warn(std::string Id, std::string M
                  [Message](const MatchResult &) { return Message; });
 }
 
-/// An edit putting Statement first in the body bound to "body" of a trainingStepLoop match,
+/// An edit putting Statement first in the body bound to "body" of a trainingStepBody match,
 /// unless the body already calls accelerator.<Method>(...); the finding explains it.
 /// "$models" in Statement stands for the setup function's models.
 Rule loopGuardRule(std::string Method, std::string Statement, std::string Explanation);

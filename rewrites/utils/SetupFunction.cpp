@@ -1,6 +1,7 @@
 //===- SetupFunction.cpp - The function that sets up training -------------===//
 #include "SetupFunction.h"
 
+#include "AcceleratorParameter.h"
 #include "Calls.h"
 #include "LibTorchTypes.h"
 #include "TrainingLoops.h"
@@ -217,17 +218,25 @@ AST_MATCHER_P(FunctionDecl, isByReferenceLambdaIn, DeclarationMatcher, Outer) {
 }
 } // namespace
 
-DeclarationMatcher acceleratorFunction() {
+DeclarationMatcher declaresAccelerator() {
   auto Named = varDecl(hasName("accelerator"), hasType(isAccelerator()));
   auto Any = varDecl(hasType(isAccelerator()));
-  auto HasAccelerator = functionDecl(
+  auto Own = functionDecl(
       anyOf(hasDescendant(Named), hasAnyParameter(Named),
             allOf(setupFunction(), unless(hasDescendant(Any)), unless(hasAnyParameter(Any)))));
+  return functionDecl(anyOf(Own, isByReferenceLambdaIn(Own)));
+}
+
+DeclarationMatcher acceleratorFunction() {
+  auto HasAccelerator = functionDecl(anyOf(declaresAccelerator(), receivesAccelerator()));
   return functionDecl(anyOf(HasAccelerator, isByReferenceLambdaIn(HasAccelerator)));
 }
 
 clang::ast_matchers::internal::Matcher<Stmt> inUserCode() {
-  return stmt(isExpansionInMainFile(), unless(isInTemplateInstantiation()));
+  // Template instantiations included: in a template, `loss.backward()` on a dependent `loss`
+  // is a call only the instantiation resolves. An instantiated statement has its pattern's
+  // source range, so its edits are the pattern's (the engine keeps one of identical edits).
+  return stmt(isExpansionInMainFile());
 }
 
 } // namespace accel::rewrites

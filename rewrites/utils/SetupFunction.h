@@ -35,12 +35,15 @@ bool isPreparedModel(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 
 /// A function that creates an optimizer (by value): the one that sets up training.
 clang::ast_matchers::DeclarationMatcher setupFunction();
-/// A function where generated code may name `accelerator`: it has an
-/// `accelerate::Accelerator accelerator` (variable or parameter), or it sets up training and
-/// has no Accelerator under another name (accel-accelerator adds one), or it is a `[&]`
-/// lambda defined in such a function.
+/// A function that has an `accelerate::Accelerator accelerator` of its own (variable or
+/// parameter), or sets up training and has no Accelerator under another name
+/// (accel-accelerator declares one), or is a `[&]` lambda defined in such a function.
+clang::ast_matchers::DeclarationMatcher declaresAccelerator();
+/// A function where generated code may name `accelerator`: one that declaresAccelerator(),
+/// a helper that accel-accelerator passes it to (AcceleratorParameter.h), or a `[&]` lambda
+/// defined in either.
 clang::ast_matchers::DeclarationMatcher acceleratorFunction();
-/// Statements and expressions in the main file, outside template instantiations.
+/// Statements and expressions in the main file, template instantiations included.
 clang::ast_matchers::internal::Matcher<clang::Stmt> inUserCode();
 
 } // namespace accel::rewrites

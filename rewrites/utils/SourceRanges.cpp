@@ -79,6 +79,34 @@ SourceLocation lineStartAfter(SourceLocation Loc, const SourceManager &SM,
   return End;
 }
 
+llvm::Expected<transformer::Edit> firstInList(SourceLocation LParen, SourceLocation First,
+                                               SourceLocation RParen, llvm::StringRef Item,
+                                               const SourceManager &SM) {
+  for (SourceLocation Loc : {LParen, First, RParen}) {
+    if (Loc.isMacroID()) {
+      return llvm::createStringError("a list written by a macro");
+    }
+  }
+  if (LParen.isInvalid() || RParen.isInvalid()) {
+    return llvm::createStringError("no parentheses");
+  }
+  SourceLocation AfterParen = LParen.getLocWithOffset(1);
+  if (First.isInvalid()) {
+    // An empty list; `(void)` becomes `(Item)`.
+    llvm::StringRef Inside = Lexer::getSourceText(CharSourceRange::getCharRange(AfterParen, RParen),
+                                                  SM, LangOptions());
+    transformer::Edit Edit = insertionAt(AfterParen, Item.str());
+    if (Inside.trim() == "void") {
+      Edit.Range = CharSourceRange::getCharRange(AfterParen, RParen);
+    }
+    return Edit;
+  }
+  if (SM.getExpansionLineNumber(LParen) == SM.getExpansionLineNumber(First)) {
+    return insertionAt(AfterParen, Item.str() + ", ");
+  }
+  return insertionAt(First, Item.str() + ", ");
+}
+
 transformer::Edit insertionAt(SourceLocation Loc, std::string Text) {
   transformer::Edit Edit;
   Edit.Range = CharSourceRange::getCharRange(Loc, Loc);

@@ -21,6 +21,15 @@ clang::SourceLocation lineStartBefore(clang::SourceLocation Loc, const clang::So
 clang::SourceLocation lineStartAfter(clang::SourceLocation Loc, const clang::SourceManager &SM,
                                      const clang::LangOptions &LangOpts, bool &AtLineStart);
 
+/// An edit putting Item first in a parenthesised list (a call's arguments, a function's
+/// parameters) that opens at LParen and closes at RParen, whose first item begins at First
+/// (invalid for an empty list): right after the parenthesis when the first item is on its
+/// line, else before the first item, so that no line gets trailing white space. Fails on
+/// macro locations.
+llvm::Expected<clang::transformer::Edit>
+firstInList(clang::SourceLocation LParen, clang::SourceLocation First,
+            clang::SourceLocation RParen, llvm::StringRef Item, const clang::SourceManager &SM);
+
 /// An edit inserting Text at Loc (a file location).
 clang::transformer::Edit insertionAt(clang::SourceLocation Loc, std::string Text);
 

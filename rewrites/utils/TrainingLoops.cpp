@@ -1,6 +1,7 @@
 //===- TrainingLoops.cpp - Where a program trains -------------------------===//
 #include "TrainingLoops.h"
 
+#include "AcceleratorParameter.h"
 #include "Calls.h"
 #include "LibTorchTypes.h"
 #include "SetupFunction.h"
@@ -172,16 +173,48 @@ bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
   return Found;
 }
 
+bool isTrainingStepFunction(const FunctionDecl *Function) {
+  llvm::SmallVector<const FunctionDecl *, 2> Versions = {Function};
+  if (const FunctionTemplateDecl *Template = Function->getDescribedFunctionTemplate()) {
+    for (const FunctionDecl *Instance : Template->specializations()) {
+      Versions.push_back(Instance);
+    }
+  }
+  for (const FunctionDecl *Version : Versions) {
+    if (!Version->hasBody()) {
+      continue;
+    }
+    ASTContext &Ctx = Version->getASTContext();
+    bool Found = false;
+    forEachStmt(Version->getBody(), [&](const Stmt *S) {
+      if (Found || !isBackwardCall(S)) {
+        return;
+      }
+      DynTypedNode Node = DynTypedNode::create(*S);
+      Found = !innermostLoop(Node, Ctx) && enclosingFunction(Node, Ctx) == Version;
+    });
+    if (Found) {
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 AST_MATCHER(Stmt, holdsTrainingStep) { return isTrainingStepLoop(&Node, Finder->getASTContext()); }
+AST_MATCHER(FunctionDecl, isStepFunction) { return isTrainingStepFunction(&Node); }
 } // namespace
 
-StatementMatcher trainingStepLoop() {
+StatementMatcher trainingStepBody() {
   auto Body = hasBody(compoundStmt().bind("body"));
-  return stmt(inUserCode(),
-              anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
-              holdsTrainingStep(), forFunction(acceleratorFunction()))
-      .bind("loop");
+  auto Loop = stmt(inUserCode(),
+                   anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
+                   holdsTrainingStep(), forFunction(acceleratorFunction()))
+                  .bind("loop");
+  auto StepFunction = compoundStmt(inUserCode(), hasParent(functionDecl(
+                                                     receivesAccelerator(), isStepFunction())))
+                          .bind("body");
+  return stmt(anyOf(Loop, StepFunction));
 }
 
 } // namespace accel::rewrites

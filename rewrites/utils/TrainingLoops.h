@@ -43,8 +43,13 @@ const clang::Stmt *innermostLoop(const clang::DynTypedNode &Node, clang::ASTCont
 /// A loop that runs one training step per iteration: a backward call has it as its innermost
 /// loop.
 bool isTrainingStepLoop(const clang::Stmt *Loop, clang::ASTContext &Ctx);
-/// A training-step loop with a braced body, in user code of a function where generated code
-/// may name `accelerator`; binds the loop as "loop" and its body as "body".
-clang::ast_matchers::StatementMatcher trainingStepLoop();
+/// A function that is one training step: it calls backward outside any loop (in a template,
+/// in an instantiation), e.g. `train_step(model, optimizer, batch)` called once per batch.
+bool isTrainingStepFunction(const clang::FunctionDecl *Function);
+/// A training step's braced body, in user code of a function where generated code may name
+/// `accelerator`, bound as "body": the body of a training-step loop (the loop bound as
+/// "loop"), or the body of a helper that is a training-step function and gets the accelerator
+/// as a parameter.
+clang::ast_matchers::StatementMatcher trainingStepBody();
 
 } // namespace accel::rewrites

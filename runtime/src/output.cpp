@@ -1,6 +1,8 @@
-// Console output printed once per job: Accelerator::print. See docs/runtime.md, "Output".
+// Console output printed once per job: Accelerator::print and Accelerator::printf. See docs/runtime.md, "Output".
 #include "accelerate/accelerator.h"
 
+#include <cstdarg>
+#include <cstdio>
 #include <iostream>
 #include <streambuf>
 
@@ -25,5 +27,16 @@ std::ostream &discarding_stream() {
 } // namespace
 
 std::ostream &Accelerator::print() { return is_main_process() ? std::cout : discarding_stream(); }
+
+int Accelerator::printf(const char *format, ...) {
+  if (!is_main_process()) {
+    return 0;
+  }
+  va_list arguments;
+  va_start(arguments, format);
+  const int written = std::vprintf(format, arguments);
+  va_end(arguments);
+  return written;
+}
 
 } // namespace accelerate

@@ -17,9 +17,18 @@
 #include <sstream>
 #include <string>
 
+// A helper that saves, called from the setup function: accel-accelerator passes the
+// accelerator in.
 void checkpoint(torch::nn::Linear model) {
   torch::save(model, "checkpoint.pt");
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save in 'checkpoint', which has no accelerator: every process would write the file; pass 'accelerate::Accelerator& accelerator' in and call accelerator.save(value, path) [accel-save]
+}
+// CHECK-FIXES: void checkpoint(accelerate::Accelerator &accelerator, torch::nn::Linear model) {
+// CHECK-FIXES-NEXT: accelerator.save(model, "checkpoint.pt");
+
+// Called from nowhere in this file: left alone, with a warning.
+void export_model(torch::nn::Linear model) {
+  torch::save(model, "exported.pt");
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save in 'export_model', which has no accelerator: every process would write the file; pass 'accelerate::Accelerator& accelerator' in and call accelerator.save(value, path) [accel-save]
 }
 
 int main() {
@@ -37,4 +46,5 @@ int main() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save to a stream or with extra arguments: run it on the main process only, inside 'if (accelerator.is_main_process())' [accel-save]
   // CHECK-FIXES: torch::save(model, stream);
   checkpoint(model);
+  // CHECK-FIXES: checkpoint(accelerator, model);
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -37,6 +38,10 @@ TEST(Output, PrintWritesOnceOnTheMainProcessAndErrorsStayVisible) {
     EXPECT_TRUE(stream.good()) << "on rank " << peer.rank;
     accelerator.print("loss ", 0.25, " after ", 3, " steps");
     accelerator.print(4242);
+    // The C way: the value printf returns says whether this process printed.
+    const int written = accelerator.printf("printf %d of %s\n", accelerator.reduce(3), "two");
+    EXPECT_EQ(written, peer.rank == 0 ? 16 : 0);
+    std::fflush(stdout);
     std::cerr << "error from rank " << peer.rank << std::endl;
   });
   ASSERT_TRUE(accel_test::all_succeeded(results));
@@ -46,7 +51,9 @@ TEST(Output, PrintWritesOnceOnTheMainProcessAndErrorsStayVisible) {
   EXPECT_EQ(count(main, "stream stays good 1.5\n"), 1u) << main;
   EXPECT_EQ(count(main, "loss 0.25 after 3 steps\n"), 1u) << main;
   EXPECT_EQ(count(main, "4242\n"), 1u) << main;
-  for (const char *printed : {"samples seen", "stream stays good", "loss 0.25", "4242\n"}) {
+  EXPECT_EQ(count(main, "printf 6 of two\n"), 1u) << main;
+  for (const char *printed :
+       {"samples seen", "stream stays good", "loss 0.25", "4242\n", "printf"}) {
     EXPECT_EQ(count(other, printed), 0u) << other;
   }
   EXPECT_EQ(count(main, "error from rank 0"), 1u) << main;

@@ -260,6 +260,14 @@ public:
     std::cout << line.str() << std::flush;
   }
 
+  /// std::printf on the main process; nothing (and 0) on the others: the C way of printing
+  /// once, which accel-rewrite's accel-print rule writes for a program's printf calls. The
+  /// format is checked like printf's.
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  int printf(const char *format, ...);
+
   /// The model itself: prepare works in place, so this is the identity; kept for code written
   /// for Python Accelerate.
   template <typename Model> Model &unwrap_model(Model &model) { return model; }

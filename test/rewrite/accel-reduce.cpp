@@ -1,0 +1,92 @@
+// accel-reduce: running statistics of a training loop over the sharded loader are read
+// through accelerator.reduce: sums of per-sample quantities with "sum", sums of per-batch means
+// with "mean"; a batch's loss printed in the loop shows the global batch's; step counters,
+// evaluation statistics (the evaluation loader is not sharded) and
+// unclassifiable sums stay as they are.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
+// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
+// RUN: %python -c "import sys; sys.exit(1 if open(sys.argv[1]).read() else 0)" %t/messages.txt
+// RUN: %clangxx -fsyntax-only -Wall -Werror %torch_flags -I%runtime_include %t/out.cpp
+// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: diff %t/out.cpp %t/again.cpp
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+
+using Data = torch::data::datasets::TensorDataset;
+using Stack = torch::data::transforms::Stack<torch::data::TensorExample>;
+
+// A helper that trains and returns the epoch's mean loss: the accelerator is passed in, and
+// the value it returns is combined.
+template <typename Loader>
+double train_epoch(torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
+  double total = 0;
+  int64_t samples = 0;
+  for (auto &batch : loader) {
+    optimizer.zero_grad();
+    auto loss = model(batch.data).pow(2).mean();
+    loss.backward();
+    optimizer.step();
+    total += loss.template item<double>() * batch.data.size(0);
+    samples += batch.data.size(0);
+  }
+  return total / samples;
+}
+// CHECK-FIXES: return accelerator.reduce(total, "sum") / accelerator.reduce(samples, "sum");
+
+int main() {
+  torch::nn::Linear model(4, 2);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  auto eval_loader = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double running_loss = 0;
+  double batch_means = 0;
+  int64_t seen = 0;
+  int64_t correct = 0;
+  int steps = 0;
+  double unclassified = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    running_loss = 0;
+    // CHECK-FIXES: running_loss = 0;
+    for (auto &batch : *loader) {
+      optimizer.zero_grad();
+      auto output = model(batch.data);
+      auto loss = output.pow(2).mean();
+      loss.backward();
+      optimizer.step();
+      running_loss += loss.item<double>() * batch.data.size(0);
+      // CHECK-FIXES: running_loss += loss.item<double>() * batch.data.size(0);
+      batch_means += loss.item<double>();
+      seen += batch.data.size(0);
+      correct += output.argmax(1).eq(0).sum().item<int64_t>();
+      ++steps;
+      unclassified += 0.5;
+      if (steps % 2 == 0) {
+        std::printf("[%lld/%d] loss %.3f\n", static_cast<long long>(seen), 32, running_loss / seen);
+        // CHECK-FIXES: accelerator.printf("[%lld/%d] loss %.3f\n", static_cast<long long>(accelerator.reduce(seen, "sum")), 32, accelerator.reduce(running_loss, "sum") / accelerator.reduce(seen, "sum"));
+        // The batch's own loss, printed: the global batch's mean.
+        std::cout << "batch loss " << loss.item<double>() << '\n';
+        // CHECK-FIXES: accelerator.print() << "batch loss " << accelerator.reduce(loss.item<double>(), "mean") << '\n';
+      }
+      // Not printed: left as this process's value.
+      double local = loss.item<double>();
+      // CHECK-FIXES: double local = loss.item<double>();
+      (void)local;
+    }
+    std::printf("epoch %d mean %.4f correct %lld steps %d other %.1f\n", epoch, batch_means / steps,
+                static_cast<long long>(correct), steps, unclassified);
+    // CHECK-FIXES: accelerator.printf("epoch %d mean %.4f correct %lld steps %d other %.1f\n", epoch, accelerator.reduce(batch_means, "mean") / steps,
+    // CHECK-FIXES-NEXT: static_cast<long long>(accelerator.reduce(correct, "sum")), steps, unclassified);
+  }
+  double eval_loss = 0;
+  for (auto &batch : *eval_loader) {
+    eval_loss += model(batch.data).pow(2).sum().item<double>();
+  }
+  std::printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(model, *loader, optimizer));
+  // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
+}
