@@ -44,8 +44,13 @@ def inputs(root):
 
 
 def rewrite(tool, source, output, flags):
-    return subprocess.run([tool, source, "-o", output, "--"] + flags, capture_output=True,
-                          text=True)
+    """(exit status, messages); a tool that cannot be started is a failure like any other."""
+    try:
+        result = subprocess.run([tool, source, "-o", output, "--"] + flags, capture_output=True,
+                                text=True)
+    except OSError as error:
+        return 127, f"cannot run {tool}: {error}\n"
+    return result.returncode, result.stderr + result.stdout
 
 
 def check(args, relative, std):
@@ -61,11 +66,10 @@ def check(args, relative, std):
     # the first pass's output lives elsewhere.
     flags.append(f"-I{os.path.dirname(source)}")
     for output, given in ((first, source), (second, first)):
-        result = rewrite(args.tool, given, output, flags)
-        if result.returncode != 0:
+        status, messages = rewrite(args.tool, given, output, flags)
+        if status != 0:
             which = "first" if output == first else "second"
-            return (f"{relative}: the {which} pass exited {result.returncode}\n"
-                    f"{result.stderr}{result.stdout}")
+            return f"{relative}: the {which} pass exited {status}\n{messages}"
     with open(first, "rb") as f:
         once = f.read()
     with open(second, "rb") as f:
