@@ -106,6 +106,8 @@ std::optional<std::string> replacement(const MatchResult &Match) {
   return Text + ")";
 }
 
+AST_MATCHER(CallExpr, beforePrepare) { return runsBeforePrepare(&Node, Finder->getASTContext()); }
+
 } // namespace
 
 Rule makeBackwardRule() {
@@ -139,7 +141,10 @@ Rule makeBackwardRule() {
     return Result;
   });
   return applyFirst<Finding>(
-      {makeRule(callExpr(Backward, forFunction(acceleratorFunction())), Edits, Rewrite),
+      {makeRule(callExpr(Backward, beforePrepare()), noEdits(),
+                explain("call", "this backward runs before prepare (a demonstration such as a "
+                                "gradient check): left as written, no setting applies yet")),
+       makeRule(callExpr(Backward, forFunction(acceleratorFunction())), Edits, Rewrite),
        noAcceleratorRule(callExpr(Backward, forFunction(functionDecl().bind("function"))), "call",
                          "backward",
                          "add a parameter 'accelerate::Accelerator& accelerator' to it, pass the "

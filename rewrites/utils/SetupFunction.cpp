@@ -33,6 +33,15 @@ const Stmt *bodyStatementOf(const DynTypedNode &Node, const CompoundStmt *Body, 
   return nullptr;
 }
 
+/// A statement with a backward call inside a loop: training runs in loops.
+bool trainsInLoop(const Stmt *S, ASTContext &Ctx) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    Found = Found || (isBackwardCall(Child) && innermostLoop(DynTypedNode::create(*Child), Ctx));
+  });
+  return Found;
+}
+
 } // namespace
 
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
@@ -91,6 +100,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
 
   if (!PrepareCalls.empty()) {
     Info.AlreadyPrepared = true;
+    Info.PreparedAt = bodyStatementOf(DynTypedNode::create(*PrepareCalls.front()), Body, Ctx);
     for (const CXXMemberCallExpr *Call : PrepareCalls) {
       for (const Expr *Arg : Call->arguments()) {
         if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(spelled(Arg))) {
@@ -173,7 +183,10 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     }
   }
   for (const Stmt *S : Body->body()) {
-    if (containsBackward(S)) {
+    // A backward outside any loop before the optimizer exists is a demonstration (a gradient
+    // check), not training: prepare still goes after the definitions.
+    bool Demonstration = Last && Position(S) < Position(Last) && !trainsInLoop(S, Ctx);
+    if (containsBackward(S) && !Demonstration) {
       Info.TrainingLoop = S;
       break;
     }
@@ -188,6 +201,24 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     Info.LastDefinition = Last;
   }
   return Info;
+}
+
+bool runsBeforePrepare(const Stmt *Call, ASTContext &Ctx) {
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Call), Ctx);
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(Function ? Function->getBody() : nullptr);
+  if (!Body) {
+    return false;
+  }
+  SetupInfo Info = analyzeSetup(Function, Ctx);
+  // Prepare goes after LastDefinition, or is already at PreparedAt.
+  const Stmt *Boundary = Info.PreparedAt ? Info.PreparedAt : Info.LastDefinition;
+  const Stmt *Holder = bodyStatementOf(DynTypedNode::create(*Call), Body, Ctx);
+  if (!Boundary || !Holder) {
+    return false;
+  }
+  auto Position = [&](const Stmt *S) { return llvm::find(Body->body(), S) - Body->body_begin(); };
+  return Position(Holder) < Position(Boundary) ||
+         (Holder == Info.LastDefinition && !Info.PreparedAt);
 }
 
 bool isPreparedModel(const VarDecl *Var, ASTContext &Ctx) {

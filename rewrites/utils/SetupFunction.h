@@ -25,11 +25,17 @@ struct SetupInfo {
   /// The first body statement holding a backward call or a loop over a training loader.
   const clang::Stmt *TrainingLoop = nullptr;
   bool AlreadyPrepared = false;
+  /// The body statement holding the first accelerator.prepare call, when there is one.
+  const clang::Stmt *PreparedAt = nullptr;
   /// Why prepare cannot be inserted (empty when it can), with the manual edit.
   std::string Problem;
   clang::SourceLocation ProblemLoc;
 };
 SetupInfo analyzeSetup(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
+/// A backward call that runs in the setup function before prepare (a demonstration, such as a
+/// gradient check before the optimizer exists): it is left as written, since no accelerator
+/// setting applies to an unprepared model.
+bool runsBeforePrepare(const clang::Stmt *Call, clang::ASTContext &Ctx);
 /// True when Var is a model that prepare (inserted or already there) places on the device.
 bool isPreparedModel(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 
