@@ -1,7 +1,7 @@
 // Corpus: a program that first checks its gradients: before any optimizer exists it runs one
 // loss.backward() on a fixed slice of the data and prints the gradient norm, clears the
-// gradients, then trains. CUDA is opted into at compile time (`#ifdef USE_CUDA ... .cuda()`,
-// off in this build). Adagrad; the training loop in main counts the samples seen and the
+// gradients, then trains. CUDA is opted into at compile time (`#ifdef USE_CUDA`:
+// `.to(torch::kCUDA)` on the model, `.cuda()` on the data; off in this build). Adagrad; the training loop in main counts the samples seen and the
 // correct predictions and prints the epoch's training accuracy (std::cout).
 //
 //   warmup_gradnorm BATCH OUT_DIR   prints "metric NAME VALUE" lines, writes OUT_DIR/model.pt
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   torch::manual_seed(99);
   auto model = std::make_shared<TwoLayer>(16);
 #ifdef USE_CUDA
-  model->cuda();
+  model->to(torch::kCUDA);
 #endif
 
   Ball train_set(256, 7), test_set(128, 8);
