@@ -28,6 +28,8 @@ AST_MATCHER(CXXMemberCallExpr, printsBatchValueNode) {
   return printsBatchValue(&Node, Finder->getASTContext(), Op);
 }
 
+AST_MATCHER(Stmt, onSomeProcesses) { return runsOnSomeProcesses(&Node, Finder->getASTContext()); }
+
 AST_MATCHER(DeclRefExpr, readsStatistic) {
   std::string Op;
   return readsRunningStatistic(&Node, Finder->getASTContext(), Op);
@@ -75,7 +77,18 @@ Rule makeReduceRule() {
                          "' sums per-batch means over this process's part of each batch; "
                          "accelerator.reduce averages them across processes";
       }));
-  return applyFirst<Finding>({PrintedRule, ReadRule});
+  // Where only some processes would run the collective: left alone, with a warning.
+  auto OnSomeProcesses = [](std::string Id) {
+    return makeRule(
+        stmt(anyOf(declRefExpr(readsStatistic()), cxxMemberCallExpr(printsBatchValueNode())),
+             inUserCode(), forFunction(acceleratorFunction()), onSomeProcesses())
+            .bind(Id),
+        noEdits(),
+        warn(Id, "this value is one process's share, but accelerator.reduce here would run on "
+                 "some processes only (the branch asks which process this is) and wait for the "
+                 "others forever; combine it with accelerator.reduce before the branch"));
+  };
+  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule});
 }
 
 } // namespace accel::rewrites

@@ -189,6 +189,39 @@ bool readsRunningStatistic(const DeclRefExpr *Ref, ASTContext &Ctx, std::string 
   return !Op.empty();
 }
 
+bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
+  auto AsksRank = [](const Stmt *Condition) {
+    bool Found = false;
+    forEachStmt(Condition, [&](const Stmt *Child) {
+      for (llvm::StringRef Method : {"is_main_process", "is_local_main_process", "process_index",
+                                     "local_process_index"}) {
+        Found = Found || isMethodCall(Child, "accelerate::Accelerator", Method);
+      }
+    });
+    return Found;
+  };
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    const Stmt *Parent = Ancestor.get<Stmt>();
+    const Stmt *Condition = nullptr;
+    if (const auto *If = dyn_cast_or_null<IfStmt>(Parent)) {
+      Condition = If->getCond();
+    } else if (const auto *While = dyn_cast_or_null<WhileStmt>(Parent)) {
+      Condition = While->getCond();
+    } else if (const auto *For = dyn_cast_or_null<ForStmt>(Parent)) {
+      Condition = For->getCond();
+    } else if (const auto *Choice = dyn_cast_or_null<ConditionalOperator>(Parent)) {
+      Condition = Choice->getCond();
+    } else if (const auto *Logical = dyn_cast_or_null<BinaryOperator>(Parent);
+               Logical && Logical->isLogicalOp()) {
+      Condition = Logical->getLHS();
+    }
+    if (Condition && AsksRank(Condition)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op) {
   if (!isTensorMethodCall(Item, "item") || !Item->getType()->isArithmeticType() ||
       !insideShardedLoop(Item, Ctx)) {

@@ -38,6 +38,11 @@ std::string combinationOf(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
                            std::string &Op);
 
+/// Whether S runs only on some processes: it is inside an `if`, loop or `?:` whose condition
+/// asks the accelerator which process this is (is_main_process(), process_index(), ...). A
+/// collective there would wait forever for the processes that skip it.
+bool runsOnSomeProcesses(const clang::Stmt *S, clang::ASTContext &Ctx);
+
 /// A value of this process's batch printed inside the sharded training loop
 /// (`printf("loss %.4f", loss.item<double>())`): Op is set to how accel-reduce combines it
 /// so that the line shows the global batch's value: "sum" when the tensor sums over the batch,
