@@ -44,16 +44,16 @@ std::string operation(const MatchResult &Match) {
 } // namespace
 
 Rule makeReduceRule() {
-  auto Read = declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsStatistic())
-                  .bind("read");
+  auto Read =
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsStatistic()).bind("read");
   auto Text = [](const MatchResult &Match) -> std::string {
     const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
-    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" +
-           operation(Match) + "\")";
+    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" + operation(Match) +
+           "\")";
   };
-  auto Printed = cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()),
-                                   printsBatchValueNode())
-                     .bind("item");
+  auto Printed =
+      cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()), printsBatchValueNode())
+          .bind("item");
   auto PrintedText = [](const MatchResult &Match) -> std::string {
     const auto *Item = Match.Nodes.getNodeAs<CXXMemberCallExpr>("item");
     std::string Op;

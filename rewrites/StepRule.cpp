@@ -1,11 +1,11 @@
 //===- StepRule.cpp - accel-step ------------------------------------------===//
 //
-// In a loop that runs a training step (or in a helper that is one step): optimizer.step() -> accelerator.step(optimizer),
-// scheduler.step() -> accelerator.step(scheduler), optimizer.zero_grad(...) ->
-// accelerator.zero_grad(optimizer, ...). The accelerator skips them on gradient-accumulation
-// steps and, under fp16, unscales the gradients and skips a step that overflowed. A
-// scheduler stepped once per epoch (outside the batch loop) is left alone. See
-// docs/rules/accel-step.md.
+// In a loop that runs a training step (or in a helper that is one step): optimizer.step() ->
+// accelerator.step(optimizer), scheduler.step() -> accelerator.step(scheduler),
+// optimizer.zero_grad(...) -> accelerator.zero_grad(optimizer, ...). The accelerator skips
+// them on gradient-accumulation steps and, under fp16, unscales the gradients and skips a step
+// that overflowed. A scheduler stepped once per epoch (outside the batch loop) is left alone.
+// See docs/rules/accel-step.md.
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"

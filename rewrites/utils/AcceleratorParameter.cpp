@@ -179,7 +179,8 @@ std::unique_ptr<Analysis> analyze(ASTContext &Ctx) {
     Definition[canonical(Function)] = Function;
   }
 
-  // Needed: it trains or prints, or calls a function that is needed (a least fixed point).
+  // Needed: it trains, prints or saves, or calls a function that is needed (a least fixed
+  // point).
   llvm::DenseMap<const FunctionDecl *, bool> Trains, Needed;
   for (const auto &[Function, Body] : Definition) {
     // In a template, `loss.backward()` on a dependent `loss` is a call only in the
@@ -227,8 +228,7 @@ std::unique_ptr<Analysis> analyze(ASTContext &Ctx) {
     if (const auto *Method = dyn_cast<CXXMethodDecl>(Body); Method && Method->isVirtual()) {
       Problem("it is virtual, and its overrides would not get the parameter");
     }
-    if (auto Taken = Functions.AddressTaken.find(Function);
-        Taken != Functions.AddressTaken.end()) {
+    if (auto Taken = Functions.AddressTaken.find(Function); Taken != Functions.AddressTaken.end()) {
       Problem("its address is taken on line " +
               std::to_string(SM.getExpansionLineNumber(Taken->second)) +
               ", and calls through it would not pass the accelerator");
@@ -250,24 +250,23 @@ std::unique_ptr<Analysis> analyze(ASTContext &Ctx) {
 
   // Every caller must have the accelerator to pass: drop functions called from one that does
   // not, until nothing changes (a greatest fixed point).
-  std::function<bool(const FunctionDecl *)> CallerHasAccelerator =
-      [&](const FunctionDecl *Caller) {
-        if (HasOwnAccelerator(Caller)) {
-          return true;
-        }
-        if (auto Plan = Result->Plans.find(canonical(Caller)); Plan != Result->Plans.end()) {
-          return Plan->second.Receives;
-        }
-        // A [&] lambda sees the accelerator of the function it is defined in.
-        const auto *Method = dyn_cast<CXXMethodDecl>(Caller);
-        if (Method && Method->getParent()->isLambda() &&
-            Method->getParent()->getLambdaCaptureDefault() == LCD_ByRef) {
-          if (const auto *Outer = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext())) {
-            return CallerHasAccelerator(Outer);
-          }
-        }
-        return false;
-      };
+  std::function<bool(const FunctionDecl *)> CallerHasAccelerator = [&](const FunctionDecl *Caller) {
+    if (HasOwnAccelerator(Caller)) {
+      return true;
+    }
+    if (auto Plan = Result->Plans.find(canonical(Caller)); Plan != Result->Plans.end()) {
+      return Plan->second.Receives;
+    }
+    // A [&] lambda sees the accelerator of the function it is defined in.
+    const auto *Method = dyn_cast<CXXMethodDecl>(Caller);
+    if (Method && Method->getParent()->isLambda() &&
+        Method->getParent()->getLambdaCaptureDefault() == LCD_ByRef) {
+      if (const auto *Outer = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext())) {
+        return CallerHasAccelerator(Outer);
+      }
+    }
+    return false;
+  };
   for (bool Changed = true; Changed;) {
     Changed = false;
     for (auto &[Function, Plan] : Result->Plans) {

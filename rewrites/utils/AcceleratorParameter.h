@@ -4,8 +4,8 @@
 // another setup function calls. accel-accelerator passes the accelerator into such a helper:
 // a first parameter `accelerate::Accelerator &accelerator` on each of its declarations, and
 // `accelerator` as the first argument of each call, so that the other rules rewrite the
-// helper's backward, step, accumulate, autocast, prints and saves as in main. This is the analysis of
-// which functions get it, computed once per translation unit.
+// helper's backward, step, accumulate, autocast, prints and saves as in main. This is the analysis
+// of which functions get it, computed once per translation unit.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

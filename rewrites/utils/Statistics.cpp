@@ -25,8 +25,8 @@ bool isShardedLoaderVar(const VarDecl *Var, ASTContext &Ctx, int Depth) {
     // A parameter: sharded when a call in this file passes a sharded loader to it.
     const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
     unsigned Index = Param->getFunctionScopeIndex();
-    for (const CallExpr *Call : Function ? callsInMainFile(Function, Ctx)
-                                         : llvm::ArrayRef<const CallExpr *>()) {
+    for (const CallExpr *Call :
+         Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>()) {
       if (Index < Call->getNumArgs() &&
           isShardedLoaderVar(namedVar(Call->getArg(Index)), Ctx, Depth + 1)) {
         return true;
@@ -87,7 +87,8 @@ bool countsSamples(const Expr *Increment) {
       Found = Found || Name == "at::sum" || Name == "torch::sum";
     }
     if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
-      Found = Found || (isa<EnumConstantDecl>(Ref->getDecl()) && Ref->getDecl()->getName() == "Sum");
+      Found =
+          Found || (isa<EnumConstantDecl>(Ref->getDecl()) && Ref->getDecl()->getName() == "Sum");
     }
   });
   return Found;
@@ -140,7 +141,8 @@ std::string combinationOf(const VarDecl *Var, ASTContext &Ctx) {
       Increment = Compound->getRHS();
       Step = isLiteralOne(Increment);
     } else if (const auto *Unary = dyn_cast<UnaryOperator>(S);
-               Unary && Unary->isIncrementDecrementOp() && assignedVar(Unary->getSubExpr()) == Var) {
+               Unary && Unary->isIncrementDecrementOp() &&
+               assignedVar(Unary->getSubExpr()) == Var) {
       Step = true;
     } else if (const auto *Assign = dyn_cast<BinaryOperator>(S);
                Assign && Assign->getOpcode() == BO_Assign && assignedVar(Assign->getLHS()) == Var) {
@@ -193,8 +195,8 @@ bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
   auto AsksRank = [](const Stmt *Condition) {
     bool Found = false;
     forEachStmt(Condition, [&](const Stmt *Child) {
-      for (llvm::StringRef Method : {"is_main_process", "is_local_main_process", "process_index",
-                                     "local_process_index"}) {
+      for (llvm::StringRef Method :
+           {"is_main_process", "is_local_main_process", "process_index", "local_process_index"}) {
         Found = Found || isMethodCall(Child, "accelerate::Accelerator", Method);
       }
     });

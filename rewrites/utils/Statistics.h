@@ -35,8 +35,7 @@ std::string combinationOf(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 /// A reference that reads a running statistic's value (not an update of it inside its loop,
 /// not an assignment to it, not already inside accelerator.reduce): Op is set to the
 /// combination.
-bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
-                           std::string &Op);
+bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, std::string &Op);
 
 /// Whether S runs only on some processes: it is inside an `if`, loop or `?:` whose condition
 /// asks the accelerator which process this is (is_main_process(), process_index(), ...). A

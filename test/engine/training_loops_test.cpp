@@ -1,5 +1,6 @@
 // The analyses the rules share (rewrites/utils): the setup function and training loops.
 #include "snippet.h"
+#include "utils/Calls.h"
 #include "utils/SetupFunction.h"
 #include "utils/TrainingLoops.h"
 
@@ -11,6 +12,13 @@ namespace {
 
 using namespace clang::ast_matchers;
 using accel::rewrites::analyzeSetup;
+using accel::rewrites::forEachStmt;
+using accel::rewrites::isBackwardCall;
+using accel::rewrites::runsBeforePrepare;
+using clang::ASTContext;
+using clang::CompoundStmt;
+using clang::FunctionDecl;
+using clang::Stmt;
 using accel::rewrites::isTrainingStepLoop;
 using accel::rewrites::SetupInfo;
 
@@ -70,11 +78,13 @@ void run() {
   EXPECT_EQ(Info.LastDefinition, nullptr);
 }
 
-TEST(SetupFunction, TrainingBeforeTheOptimizerExistsIsAProblem) {
+TEST(SetupFunction, ATrainingLoopBeforeTheOptimizerExistsIsAProblem) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run() {
   Net model;
-  model->forward(torch::ones({1, 4})).sum().backward();
+  for (int warmup = 0; warmup < 2; ++warmup) {
+    model->forward(torch::ones({1, 4})).sum().backward();
+  }
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   for (int e = 0; e < 2; ++e) {
     model->forward(torch::ones({1, 4})).sum().backward();
@@ -87,6 +97,38 @@ void run() {
   EXPECT_EQ(Info.Problem, "the training loop starts before the model, optimizer and scheduler are "
                           "all created; call accelerator.prepare on them after they are created, "
                           "before training");
+}
+
+TEST(SetupFunction, ABackwardOutsideLoopsBeforeTheOptimizerIsADemonstration) {
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
+void run() {
+  Net model;
+  model->forward(torch::ones({1, 4})).sum().backward();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  for (int e = 0; e < 2; ++e) {
+    model->forward(torch::ones({1, 4})).sum().backward();
+    optimizer.step();
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  ASTContext &Ctx = AST->getASTContext();
+  const FunctionDecl *Run = accel::test::functionNamed(*AST, "run");
+  SetupInfo Info = analyzeSetup(Run, Ctx);
+  const auto *Body = llvm::cast<CompoundStmt>(Run->getBody());
+  EXPECT_EQ(Info.Problem, "");
+  // Prepare goes after the optimizer; the gradient check stays as written, the loop trains.
+  EXPECT_EQ(Info.LastDefinition, Body->body_begin()[2]);
+  EXPECT_EQ(Info.TrainingLoop, Body->body_begin()[3]);
+  llvm::SmallVector<const Stmt *, 2> Backwards;
+  forEachStmt(Body, [&](const Stmt *S) {
+    if (isBackwardCall(S)) {
+      Backwards.push_back(S);
+    }
+  });
+  ASSERT_EQ(Backwards.size(), 2u);
+  EXPECT_TRUE(runsBeforePrepare(Backwards[0], Ctx));
+  EXPECT_FALSE(runsBeforePrepare(Backwards[1], Ctx));
 }
 
 TEST(TrainingLoops, OnlyTheLoopAroundTheBackwardCallRunsOneStepPerIteration) {
