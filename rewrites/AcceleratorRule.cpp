@@ -70,9 +70,9 @@ Rule declarationRule() {
 
 /// Each declaration of a helper that gets the accelerator: the parameter, first.
 Rule parameterRule() {
-  auto Helper = functionDecl(isExpansionInMainFile(), unless(isInstantiated()),
-                             receivesAccelerator())
-                    .bind("function");
+  auto Helper =
+      functionDecl(isExpansionInMainFile(), unless(isInstantiated()), receivesAccelerator())
+          .bind("function");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
     llvm::SmallVector<Edit, 1> Result;
@@ -104,9 +104,8 @@ Rule argumentRule() {
     llvm::SmallVector<Edit, 1> Result;
     SourceLocation CalleeEnd = Call->getCallee()->getEndLoc();
     std::optional<Token> Paren =
-        CalleeEnd.isMacroID()
-            ? std::nullopt
-            : Lexer::findNextToken(CalleeEnd, SM, Match.Context->getLangOpts());
+        CalleeEnd.isMacroID() ? std::nullopt
+                              : Lexer::findNextToken(CalleeEnd, SM, Match.Context->getLangOpts());
     if (!Paren || !Paren->is(tok::l_paren)) {
       return Result;
     }
@@ -152,7 +151,8 @@ Rule cannotPassRule() {
 } // namespace
 
 Rule makeAcceleratorRule() {
-  return applyFirst<Finding>({declarationRule(), parameterRule(), argumentRule(), cannotPassRule()});
+  return applyFirst<Finding>(
+      {declarationRule(), parameterRule(), argumentRule(), cannotPassRule()});
 }
 
 } // namespace accel::rewrites

@@ -80,8 +80,8 @@ SourceLocation lineStartAfter(SourceLocation Loc, const SourceManager &SM,
 }
 
 llvm::Expected<transformer::Edit> firstInList(SourceLocation LParen, SourceLocation First,
-                                               SourceLocation RParen, llvm::StringRef Item,
-                                               const SourceManager &SM) {
+                                              SourceLocation RParen, llvm::StringRef Item,
+                                              const SourceManager &SM) {
   for (SourceLocation Loc : {LParen, First, RParen}) {
     if (Loc.isMacroID()) {
       return llvm::createStringError("a list written by a macro");
@@ -93,8 +93,8 @@ llvm::Expected<transformer::Edit> firstInList(SourceLocation LParen, SourceLocat
   SourceLocation AfterParen = LParen.getLocWithOffset(1);
   if (First.isInvalid()) {
     // An empty list; `(void)` becomes `(Item)`.
-    llvm::StringRef Inside = Lexer::getSourceText(CharSourceRange::getCharRange(AfterParen, RParen),
-                                                  SM, LangOptions());
+    llvm::StringRef Inside =
+        Lexer::getSourceText(CharSourceRange::getCharRange(AfterParen, RParen), SM, LangOptions());
     transformer::Edit Edit = insertionAt(AfterParen, Item.str());
     if (Inside.trim() == "void") {
       Edit.Range = CharSourceRange::getCharRange(AfterParen, RParen);

@@ -27,8 +27,8 @@ clang::SourceLocation lineStartAfter(clang::SourceLocation Loc, const clang::Sou
 /// line, else before the first item, so that no line gets trailing white space. Fails on
 /// macro locations.
 llvm::Expected<clang::transformer::Edit>
-firstInList(clang::SourceLocation LParen, clang::SourceLocation First,
-            clang::SourceLocation RParen, llvm::StringRef Item, const clang::SourceManager &SM);
+firstInList(clang::SourceLocation LParen, clang::SourceLocation First, clang::SourceLocation RParen,
+            llvm::StringRef Item, const clang::SourceManager &SM);
 
 /// An edit inserting Text at Loc (a file location).
 clang::transformer::Edit insertionAt(clang::SourceLocation Loc, std::string Text);

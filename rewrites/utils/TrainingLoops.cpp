@@ -207,13 +207,13 @@ AST_MATCHER(FunctionDecl, isStepFunction) { return isTrainingStepFunction(&Node)
 
 StatementMatcher trainingStepBody() {
   auto Body = hasBody(compoundStmt().bind("body"));
-  auto Loop = stmt(inUserCode(),
-                   anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
-                   holdsTrainingStep(), forFunction(acceleratorFunction()))
-                  .bind("loop");
-  auto StepFunction = compoundStmt(inUserCode(), hasParent(functionDecl(
-                                                     receivesAccelerator(), isStepFunction())))
-                          .bind("body");
+  auto Loop =
+      stmt(inUserCode(), anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
+           holdsTrainingStep(), forFunction(acceleratorFunction()))
+          .bind("loop");
+  auto StepFunction =
+      compoundStmt(inUserCode(), hasParent(functionDecl(receivesAccelerator(), isStepFunction())))
+          .bind("body");
   return stmt(anyOf(Loop, StepFunction));
 }
 

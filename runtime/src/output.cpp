@@ -1,4 +1,5 @@
-// Console output printed once per job: Accelerator::print and Accelerator::printf. See docs/runtime.md, "Output".
+// Console output printed once per job: Accelerator::print and Accelerator::printf. See
+// docs/runtime.md, "Output".
 #include "accelerate/accelerator.h"
 
 #include <cstdarg>

@@ -14,13 +14,13 @@ using namespace clang::ast_matchers;
 using accel::rewrites::analyzeSetup;
 using accel::rewrites::forEachStmt;
 using accel::rewrites::isBackwardCall;
+using accel::rewrites::isTrainingStepLoop;
 using accel::rewrites::runsBeforePrepare;
+using accel::rewrites::SetupInfo;
 using clang::ASTContext;
 using clang::CompoundStmt;
 using clang::FunctionDecl;
 using clang::Stmt;
-using accel::rewrites::isTrainingStepLoop;
-using accel::rewrites::SetupInfo;
 
 using accel::test::NetModel;
 
