@@ -78,20 +78,26 @@ void run() {
   EXPECT_EQ(Info.LastDefinition, nullptr);
 }
 
-TEST(SetupFunction, ATrainingLoopBeforeTheOptimizerExistsIsAProblem) {
-  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
+/// A setup function whose warm-up comes before the optimizer, then a training loop.
+std::string setupWithWarmup(llvm::StringRef Warmup) {
+  return std::string(NetModel) + R"cpp(
 void run() {
   Net model;
-  for (int warmup = 0; warmup < 2; ++warmup) {
-    model->forward(torch::ones({1, 4})).sum().backward();
-  }
+)cpp" + Warmup.str() + R"cpp(
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   for (int e = 0; e < 2; ++e) {
     model->forward(torch::ones({1, 4})).sum().backward();
     optimizer.step();
   }
 }
-)cpp");
+)cpp";
+}
+
+TEST(SetupFunction, ATrainingLoopBeforeTheOptimizerExistsIsAProblem) {
+  auto AST = accel::test::parseSnippet(setupWithWarmup(R"cpp(
+  for (int warmup = 0; warmup < 2; ++warmup) {
+    model->forward(torch::ones({1, 4})).sum().backward();
+  })cpp"));
   ASSERT_TRUE(AST);
   SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
   EXPECT_EQ(Info.Problem, "the training loop starts before the model, optimizer and scheduler are "
@@ -100,17 +106,8 @@ void run() {
 }
 
 TEST(SetupFunction, ABackwardOutsideLoopsBeforeTheOptimizerIsADemonstration) {
-  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
-void run() {
-  Net model;
-  model->forward(torch::ones({1, 4})).sum().backward();
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  for (int e = 0; e < 2; ++e) {
-    model->forward(torch::ones({1, 4})).sum().backward();
-    optimizer.step();
-  }
-}
-)cpp");
+  auto AST = accel::test::parseSnippet(
+      setupWithWarmup("  model->forward(torch::ones({1, 4})).sum().backward();"));
   ASSERT_TRUE(AST);
   ASTContext &Ctx = AST->getASTContext();
   const FunctionDecl *Run = accel::test::functionNamed(*AST, "run");
