@@ -2,7 +2,7 @@
 //
 // `accelerate::Accelerator accelerator;` as the first statement of the function that sets up
 // training (the one creating an optimizer), which the other rules' edits refer to; and, for
-// helper functions that train or print (utils/AcceleratorParameter.h), a first parameter
+// helper functions that train, print or save (utils/AcceleratorParameter.h), a first parameter
 // `accelerate::Accelerator &accelerator` and `accelerator` as the first argument of each call.
 // See docs/rules/accel-accelerator.md.
 //
