@@ -132,6 +132,8 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
                    "The machines share a local network (accepted; the rendezvous is the same)");
   launch->add_flag("--debug", request.debug,
                    "Check distributed operations for errors (ACCELERATE_DEBUG_MODE)");
+  launch->add_flag("-v,--verbose", request.verbose,
+                   "Log the plan and how each process sums gradients (ACCELERATE_LOG_LEVEL=INFO)");
   launch
       ->add_option(both_spellings("max_restarts"), request.max_restarts,
                    "Restart the whole job up to this many times after a failure")
@@ -251,6 +253,13 @@ int run_launch(const LaunchRequest &request) {
   const int threads = config.num_cpu_threads_per_process.value_or(
       static_cast<int>(std::max(1u, cores / static_cast<unsigned>(per_machine))));
 
+  if (request.verbose) {
+    std::cerr << "accel: machine " << machine_rank << " of " << machines << ": ranks " << first_rank
+              << " to " << first_rank + per_machine - 1 << " of " << world_size
+              << ", rendezvous at " << master_addr << ":" << port << ", " << threads
+              << " thread(s) per process\n";
+  }
+
   struct sigaction action{};
   action.sa_handler = remember_signal;
   sigaction(SIGINT, &action, nullptr);
@@ -275,6 +284,9 @@ int run_launch(const LaunchRequest &request) {
       spec.env["ACCELERATE_TIMEOUT"] = std::to_string(request.rdzv_timeout);
       spec.env["ACCELERATE_RESTART_COUNT"] = std::to_string(attempt);
       spec.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
+      if (request.verbose && std::getenv("ACCELERATE_LOG_LEVEL") == nullptr) {
+        spec.env["ACCELERATE_LOG_LEVEL"] = "INFO";
+      }
       if (std::getenv("OMP_NUM_THREADS") == nullptr) {
         spec.env["OMP_NUM_THREADS"] = std::to_string(threads);
       }

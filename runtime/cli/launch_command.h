@@ -22,6 +22,7 @@ struct LaunchRequest {
   bool no_python = false;     ///< --no_python: accepted; PROGRAM never runs under Python
   bool same_network = false;
   bool debug = false;
+  bool verbose = false; ///< -v: log the plan and each process's gradient transport
   int max_restarts = 0;
   double monitor_interval = 0.1; ///< seconds between checks on the workers
   double rdzv_timeout = 900;     ///< seconds the rendezvous may take (ACCELERATE_TIMEOUT)

@@ -1,5 +1,7 @@
 #include "group_watchdog.h"
 
+#include "job_segments.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace accelerate::launch {
@@ -23,7 +26,8 @@ struct Message {
 
 // The watchdog's whole life, after fork: only async-signal-safe calls (the launcher may have
 // threads), and no allocation: `groups` was sized before fork.
-[[noreturn]] void watch_until_end_of_file(int fd, pid_t *groups, size_t capacity) {
+[[noreturn]] void watch_until_end_of_file(int fd, pid_t *groups, size_t capacity,
+                                          const char *segment_prefix) {
   setpgid(0, 0); // out of the launcher's group: a kill(-launcher_group) must not reach it
   for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
     ::signal(signal, SIG_IGN); // Ctrl-C and the like are the launcher's to handle
@@ -67,12 +71,28 @@ struct Message {
       kill(-groups[i], SIGKILL);
     }
   }
+  if (*segment_prefix != '\0') {
+    // A process in the middle of making a segment finishes that system call before it dies:
+    // remove the names once the groups are gone (up to a second), not before.
+    for (int tries = 0; tries < 100; ++tries) {
+      bool alive = false;
+      for (size_t i = 0; i < capacity; ++i) {
+        alive = alive || (groups[i] > 0 && kill(-groups[i], 0) == 0);
+      }
+      if (!alive) {
+        break;
+      }
+      const timespec pause{0, 10'000'000};
+      nanosleep(&pause, nullptr);
+    }
+    remove_segments_with_prefix(segment_prefix);
+  }
   _exit(0);
 }
 
 } // namespace
 
-GroupWatchdog::GroupWatchdog(size_t capacity) {
+GroupWatchdog::GroupWatchdog(size_t capacity, const std::string &segment_prefix) {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
     throw std::runtime_error(std::string("accelerate: socketpair failed: ") + std::strerror(errno));
@@ -87,7 +107,7 @@ GroupWatchdog::GroupWatchdog(size_t capacity) {
   }
   if (pid_ == 0) {
     close(ends[0]);
-    watch_until_end_of_file(ends[1], groups.data(), groups.size());
+    watch_until_end_of_file(ends[1], groups.data(), groups.size(), segment_prefix.c_str());
   }
   close(ends[1]);
   socket_ = ends[0];

@@ -4,10 +4,12 @@
 // would live on under init. The watchdog is a small process of its own, in a process group of
 // its own (a signal to the launcher's group does not reach it), that the launcher tells about
 // each worker's process group over a socket; when the socket reports end of file (the launcher
-// closed it, or died), it SIGKILLs every group still listed and exits.
+// closed it, or died), it SIGKILLs every group still listed, removes the job's shared-memory
+// segments that are left (job_segments.h) and exits.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <sys/types.h>
 #include <vector>
 
@@ -15,9 +17,10 @@ namespace accelerate::launch {
 
 class GroupWatchdog {
 public:
-  /// Starts the watchdog for up to `capacity` process groups. Throws std::runtime_error when it
-  /// cannot be started.
-  explicit GroupWatchdog(size_t capacity);
+  /// Starts the watchdog for up to `capacity` process groups; at the end it removes the
+  /// /dev/shm entries whose names start with `segment_prefix` (none when empty). Throws
+  /// std::runtime_error when it cannot be started.
+  GroupWatchdog(size_t capacity, const std::string &segment_prefix);
   /// Lets the watchdog go without killing anything still listed, and reaps it.
   ~GroupWatchdog();
   GroupWatchdog(const GroupWatchdog &) = delete;

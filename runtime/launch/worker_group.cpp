@@ -1,6 +1,7 @@
 #include "worker_group.h"
 
 #include "group_watchdog.h"
+#include "job_segments.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -171,6 +172,12 @@ StartedWorker start_worker(const WorkerSpec &spec) {
   return StartedWorker{pid, out_pipe[0], err_pipe[0]};
 }
 
+// This process's pid and a count: unique among the groups alive on this machine.
+std::string next_job_id() {
+  static std::atomic<unsigned> groups_made{0};
+  return std::to_string(getpid()) + "." + std::to_string(groups_made++);
+}
+
 } // namespace
 
 std::string WorkerExit::describe() const {
@@ -188,9 +195,11 @@ std::string WorkerExit::describe() const {
 }
 
 WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output)
-    : on_output_(std::move(on_output)), watchdog_(std::make_unique<GroupWatchdog>(specs.size())) {
+    : job_id_(next_job_id()), on_output_(std::move(on_output)),
+      watchdog_(std::make_unique<GroupWatchdog>(specs.size(), job_segment_prefix(job_id_))) {
   try {
-    for (const auto &spec : specs) {
+    for (auto spec : specs) {
+      spec.env.emplace(kJobIdVariable, job_id_); // a spec's own id wins
       const auto started = start_worker(spec);
       watchdog_->watch(started.pid);
       pids_.push_back(started.pid);

@@ -46,7 +46,9 @@ class WorkerGroup {
 public:
   /// Starts one process per spec; rank i is specs[i]. Each worker runs in its own process group,
   /// which is SIGKILLed if this process dies, however it dies (the worker by the kernel,
-  /// PR_SET_PDEATHSIG; what the worker started by a GroupWatchdog). Throws std::runtime_error
+  /// PR_SET_PDEATHSIG; what the worker started by a GroupWatchdog). Workers get the group's
+  /// job id (unless their spec sets one), and the shared-memory segments named after it are
+  /// removed when the group ends or this process dies. Throws std::runtime_error
   /// when a fork fails; an exec failure is reported as exit code 127 by wait(), with the
   /// reason on the worker's stderr.
   explicit WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output = {});
@@ -69,9 +71,13 @@ public:
   /// Sends `signal` to every running worker's process group.
   void signal_all(int signal);
 
+  /// This group's ACCELERATE_JOB_ID (job_segments.h), unique on this machine while it lives.
+  const std::string &job_id() const { return job_id_; }
+
 private:
   void pump_output(std::chrono::milliseconds wait_at_most);
 
+  std::string job_id_;
   OutputHandler on_output_;
   std::unique_ptr<GroupWatchdog> watchdog_;
   std::vector<pid_t> pids_;

@@ -1,10 +1,9 @@
 #include "checkpoint_directory.h"
 
 #include "atomic_file.h"
+#include "test_faults.h"
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 
 namespace accelerate::detail {
 namespace fs = std::filesystem;
@@ -12,16 +11,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char *kAutomaticPrefix = "checkpoint_";
-
-// Crash-safety tests set ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES=N to have this process
-// killed (SIGKILL, no clean-up) once it has written N checkpoint files.
-void maybe_die_for_test() {
-  static int written = 0;
-  const char *limit = std::getenv("ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES");
-  if (limit != nullptr && ++written > std::atoi(limit)) {
-    std::raise(SIGKILL);
-  }
-}
 
 // n of checkpoint_<n>, or -1 for any other name.
 long automatic_index(const fs::path &path) {
@@ -68,12 +57,12 @@ fs::path staging_directory_for(const fs::path &final_directory) {
 
 void write_checkpoint_file(const fs::path &path,
                            const std::function<void(const std::string &)> &write) {
-  maybe_die_for_test();
+  test_fault_point("save");
   write_durably(path, write);
 }
 
 void publish_directory(const fs::path &staging, const fs::path &final_directory) {
-  maybe_die_for_test();
+  test_fault_point("save");
   if (fs::exists(final_directory)) {
     // Swap the two directories in one step: at every moment the name holds a whole checkpoint.
     exchange_durably(staging, final_directory);

@@ -11,11 +11,7 @@ std::string Accelerator::gradient_transport() const {
   if (!group) {
     return "none (one process)";
   }
-  if (group->shared_memory() != nullptr && runtime_->device.is_cpu()) {
-    return "shared memory";
-  }
-  return group->backend_name() + " (not shared memory: " + group->shared_memory_unused_because() +
-         ")";
+  return group->gradient_transport();
 }
 
 } // namespace accelerate

@@ -1,6 +1,7 @@
 #include "process_group.h"
 
 #include "listen_socket.h"
+#include "test_faults.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -10,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -20,17 +22,22 @@
 namespace accelerate::detail {
 namespace {
 
-std::string address_of(const ProcessInfo &info) {
-  return info.master_addr + ":" + std::to_string(info.master_port);
+// Accelerate's ACCELERATE_LOG_LEVEL at INFO or DEBUG (`accel launch -v` sets it): start-up
+// decisions are logged to stderr.
+bool logs_info() {
+  const char *level = std::getenv("ACCELERATE_LOG_LEVEL");
+  if (level == nullptr) {
+    return false;
+  }
+  std::string text(level);
+  for (auto &c : text) {
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return text == "INFO" || text == "DEBUG";
 }
 
-// c10's errors carry a C++ backtrace after the message; the launcher shows a failed worker's
-// last lines, which must be the message.
-std::string message_of(const std::exception &error) {
-  if (const auto *c10_error = dynamic_cast<const c10::Error *>(&error)) {
-    return c10_error->what_without_backtrace();
-  }
-  return error.what();
+std::string address_of(const ProcessInfo &info) {
+  return info.master_addr + ":" + std::to_string(info.master_port);
 }
 
 // TCPStore's constructor waits for the server's answer to its first request without a time
@@ -56,7 +63,8 @@ c10::intrusive_ptr<c10d::Store> connect_within(const ProcessInfo &info,
     throw std::runtime_error(
         accepts_connections(info.master_addr, info.master_port, 1000)
             ? "something accepts connections there but does not answer as a rendezvous store "
-              "(another service on this port? choose another --main_process_port)"
+              "(rank 0 hangs before starting it, or another service owns this port: choose "
+              "another --main_process_port)"
             : "nothing accepts connections there (is machine 0 up, and are the address and "
               "port right?)");
   }
@@ -165,6 +173,15 @@ c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store
 
 } // namespace
 
+// c10's errors carry a C++ backtrace after the message; the launcher shows a failed worker's
+// last lines, which must be the message.
+std::string message_of(const std::exception &error) {
+  if (const auto *c10_error = dynamic_cast<const c10::Error *>(&error)) {
+    return c10_error->what_without_backtrace();
+  }
+  return error.what();
+}
+
 std::string seconds_text(std::chrono::milliseconds timeout) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(timeout.count()) / 1000.0);
@@ -200,6 +217,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
   group->timeout_ = options.timeout;
   group->backend_name_ = choose_backend(options.backend, device);
 
+  test_fault_point("rendezvous");
   auto store = open_store(info, options.timeout);
   wait_for_all_ranks(*store, info, options.timeout);
   // The backend's own keys live under a prefix so that ours never collide with them.
@@ -225,6 +243,11 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
                                                 options.timeout, refusal);
   group->shared_memory_ = std::move(verdict.allreduce);
   group->shared_memory_unused_ = verdict.why_not;
+  if (logs_info()) {
+    // What `accel launch -v` shows: the transport is recorded by the program, never assumed.
+    std::fprintf(stderr, "accelerate: rank %d of %d: gradients are summed through %s\n", info.rank,
+                 info.world_size, group->gradient_transport().c_str());
+  }
   if (verdict.failed && info.rank == 0) {
     // Training works, only slower: say so once, with the fix.
     std::fprintf(stderr,
@@ -234,6 +257,13 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
                  verdict.why_not.c_str());
   }
   return group;
+}
+
+std::string ProcessGroup::gradient_transport() const {
+  if (shared_memory_) {
+    return "shared memory";
+  }
+  return backend_name_ + " (not shared memory: " + shared_memory_unused_ + ")";
 }
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const {
@@ -270,7 +300,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::start_sum(const at::Tensor &tensor,
     return {};
   }
   std::vector<at::Tensor> tensors{tensor};
-  return backend_->allreduce(tensors);
+  auto work = backend_->allreduce(tensors);
+  test_fault_point("all-reduce");
+  return work;
 }
 
 void ProcessGroup::sum(const at::Tensor &tensor, const std::string &what) {

@@ -44,6 +44,8 @@ public:
   /// (then shared_memory_unused_because() says why).
   SharedMemoryAllreduce *shared_memory() const { return shared_memory_.get(); }
   const std::string &shared_memory_unused_because() const { return shared_memory_unused_; }
+  /// Which path CPU gradient sums take, in words: "shared memory", or the backend and why not.
+  std::string gradient_transport() const;
 
   // Collectives. `what` names the collective in errors. The group picks the transport, as
   // ProcessGroupNCCL hides its intra-node path: CPU sums go through shared memory when the
@@ -83,6 +85,9 @@ private:
 
 /// "12.5 s", for error messages.
 std::string seconds_text(std::chrono::milliseconds timeout);
+
+/// An exception's message without the C++ backtrace c10's errors append.
+std::string message_of(const std::exception &error);
 
 /// Resolves "auto" and checks that the backend was compiled in; throws otherwise.
 std::string choose_backend(const std::string &requested, c10::DeviceType device);

@@ -1,5 +1,8 @@
 #include "shared_memory_allreduce.h"
 
+#include "job_segments.h"
+#include "test_faults.h"
+
 #include "process_group.h"
 
 #include <ATen/ATen.h>
@@ -87,15 +90,27 @@ std::string link_target(const char *path) {
 }
 
 // Processes that agree on this see one /dev/shm (checked again with the nonce) and each
-// other's pids, which is how a peer's exit is noticed.
+// other's pids, which is how a peer's exit is noticed. A process in another network namespace
+// is another machine to the job (it was launched as one, e.g. with `ip netns exec`): its
+// gradients take the network path, as they would between real machines.
 std::string machine_identity() {
-  std::string identity =
-      first_line("/proc/sys/kernel/random/boot_id") + " " + link_target("/proc/self/ns/pid");
+  std::string identity = first_line("/proc/sys/kernel/random/boot_id") + " " +
+                         link_target("/proc/self/ns/pid") + " " + link_target("/proc/self/ns/net");
   // Tests pretend to be on two machines with this.
   if (const char *test = std::getenv("ACCELERATE_TEST_MACHINE_ID")) {
     identity += std::string(" ") + test;
   }
   return identity;
+}
+
+// The segment's name: after the job when a WorkerGroup started us, so that the group can
+// remove it should rank 0 die before it does (job_segments.h); after rank 0's pid otherwise.
+std::string new_segment_name(uint64_t nonce) {
+  const char *job = std::getenv(launch::kJobIdVariable);
+  const std::string prefix = job != nullptr && *job != '\0'
+                                 ? launch::job_segment_prefix(job)
+                                 : "accel-" + std::to_string(::getpid()) + "-";
+  return "/" + prefix + std::to_string(nonce);
 }
 
 bool process_exited(int pid) {
@@ -164,7 +179,10 @@ void *open_segment(const std::string &name, size_t bytes, const Header &expected
   }
   struct stat info{};
   void *mapping = nullptr;
-  if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) != bytes) {
+  if (::fstat(fd, &info) != 0 || info.st_uid != ::geteuid() || (info.st_mode & 0777) != 0600) {
+    // Only a segment of ours: one that another user made, or could write, is not mapped.
+    *why_not = name + " is not this user's private segment";
+  } else if (static_cast<size_t>(info.st_size) != bytes) {
     *why_not = name + " does not have the expected size";
   } else {
     mapping = map_segment(fd, bytes, why_not);
@@ -180,6 +198,20 @@ void *open_segment(const std::string &name, size_t bytes, const Header &expected
 #endif
 
 std::string key(const std::string &name, int rank) { return name + "/" + std::to_string(rank); }
+
+// A value `peer` puts in the store. Its absence past the timeout means the peer exited or
+// hangs: say so in words rather than with the store's key names.
+std::string answer_of(c10d::Store &store, const std::string &name, int peer, int rank,
+                      std::chrono::milliseconds timeout) {
+  try {
+    return store.get_to_str(name);
+  } catch (const std::exception &error) {
+    throw std::runtime_error("accelerate: rank " + std::to_string(rank) +
+                             " gave up setting up shared-memory gradient sums: rank " +
+                             std::to_string(peer) + " did not answer within " +
+                             seconds_text(timeout) + " (it exited or hangs): " + message_of(error));
+  }
+}
 
 } // namespace
 
@@ -212,12 +244,15 @@ SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store
   std::string problem; // the reason not to use shared memory, if any
   std::vector<std::string> machines;
   for (int peer = 0; peer < size; ++peer) {
-    const auto theirs = store.get_to_str(key("refusal", peer)).substr(1);
+    const auto answer = [&](const char *name) {
+      return answer_of(store, key(name, peer), peer, rank, timeout);
+    };
+    const auto theirs = answer("refusal").substr(1);
     if (problem.empty() && !theirs.empty()) {
       problem = "rank " + std::to_string(peer) + ": " + theirs;
     }
-    machines.push_back(store.get_to_str(key("machine", peer)));
-    self->peer_pids_.push_back(std::stoi(store.get_to_str(key("pid", peer))));
+    machines.push_back(answer("machine"));
+    self->peer_pids_.push_back(std::stoi(answer("pid")));
   }
   for (int peer = 0; peer < size && problem.empty(); ++peer) {
     if (machines[peer] != machines[0]) {
@@ -231,15 +266,28 @@ SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store
   std::random_device entropy;
   Header header{kMagic, (uint64_t{entropy()} << 32) | entropy(), static_cast<uint64_t>(size),
                 self->piece_bytes_};
+  // From its creation on, the name leaves /dev/shm on every way out of here, a store that
+  // throws because a peer died included.
+  struct UnlinkOnExit {
+    std::string name;
+    ~UnlinkOnExit() {
+      if (!name.empty()) {
+        ::shm_unlink(name.c_str());
+      }
+    }
+  } unlink_on_exit;
   if (rank == 0) {
     if (problem.empty()) {
-      self->name_ = "/accel-" + std::to_string(::getpid()) + "-" + std::to_string(header.nonce);
+      self->name_ = new_segment_name(header.nonce);
       self->mapping_ = create_segment(self->name_, self->mapping_bytes_, header, &problem);
+      if (self->mapping_ != nullptr) {
+        unlink_on_exit.name = self->name_;
+      }
     }
     store.set("segment",
               problem.empty() ? self->name_ + " " + std::to_string(header.nonce) : "-" + problem);
   } else {
-    const std::string segment = store.get_to_str("segment");
+    const std::string segment = answer_of(store, "segment", 0, rank, timeout);
     if (segment.rfind('-', 0) == 0) {
       problem = segment.substr(1);
     } else {
@@ -255,17 +303,19 @@ SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store
 
   // 3. One verdict for all: rank 0 collects every rank's answer, removes the name (each
   // mapping keeps the memory; nothing is left in /dev/shm), then announces it.
+  test_fault_point("shared-memory");
   store.set(key("mapped", rank), "-" + problem);
   if (rank == 0) {
     for (int peer = 0; peer < size && verdict.why_not.empty(); ++peer) {
-      verdict.why_not = store.get_to_str(key("mapped", peer)).substr(1);
+      verdict.why_not = answer_of(store, key("mapped", peer), peer, rank, timeout).substr(1);
     }
     if (self->mapping_ != nullptr) {
       ::shm_unlink(self->name_.c_str());
+      unlink_on_exit.name.clear();
     }
     store.set("verdict", "-" + verdict.why_not);
   } else {
-    verdict.why_not = store.get_to_str("verdict").substr(1);
+    verdict.why_not = answer_of(store, "verdict", 0, rank, timeout).substr(1);
   }
   if (verdict.why_not.empty()) {
     verdict.allreduce = std::move(self);
@@ -337,6 +387,7 @@ void SharedMemoryAllreduce::sum_piece(std::byte *data, size_t bytes, const at::T
 
   std::memcpy(input(rank_), data, bytes);
   publish(inputs_ready);
+  test_fault_point("all-reduce");
   wait_for_all(inputs_ready);
   check_sizes_match();
 

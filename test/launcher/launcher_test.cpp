@@ -1,4 +1,5 @@
 // `accel launch` and `accel test`, run as a user runs them.
+#include "job_probes.h"
 #include "run_command.h"
 #include "worker_group.h"
 
@@ -18,7 +19,12 @@
 
 namespace {
 
+using accel_test::alive;
+using accel_test::read_pids;
 using accel_test::run_command;
+using accel_test::running;
+using accel_test::wait_until;
+using accel_test::write_pid;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -28,48 +34,6 @@ const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-
 std::vector<std::string> launch(std::vector<std::string> args) {
   args.insert(args.begin(), {ACCEL_BIN, "launch"});
   return args;
-}
-
-bool alive(pid_t pid) { return kill(pid, 0) == 0; }
-
-/// Alive and not a zombie: an orphan's zombie waits for whatever reaps orphans here.
-bool running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
-}
-
-/// Shell words that make a worker write its pid to DIR/$RANK.pid, whole or not at all (a
-/// worker stopped mid-write must not leave an empty file: pid 0 would be "alive" forever).
-std::string write_pid(const std::string &dir) {
-  return "echo $$ > " + dir + "/$RANK.tmp && mv " + dir + "/$RANK.tmp " + dir + "/$RANK.pid";
-}
-
-std::vector<pid_t> read_pids(const std::string &dir) {
-  std::vector<pid_t> pids;
-  for (const auto &entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".pid") {
-      std::ifstream in(entry.path());
-      pid_t pid = 0;
-      if (in >> pid && pid > 0) {
-        pids.push_back(pid);
-      }
-    }
-  }
-  return pids;
-}
-
-bool wait_until(const std::function<bool()> &condition, std::chrono::seconds limit = 30s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
 }
 
 TEST(Launch, WorkersGetTheirRanksAndLinesArePrefixed) {

@@ -77,7 +77,8 @@ protected:
                                      "--main_process_port",
                                      std::to_string(port),
                                      "--rdzv_timeout",
-                                     "60"};
+                                     "60",
+                                     "-v"};
     argv.insert(argv.end(), program.begin(), program.end());
     return argv;
   }
@@ -109,6 +110,23 @@ TEST_F(TwoMachines, OneJobAcrossTwoLaunchersTrainsLikeOneMachine) {
             std::string::npos)
       << output[0];
   EXPECT_NE(output[0].find("accel self-test on 4 process(es)"), std::string::npos) << output[0];
+  // The gradients crossed the veth pair: every process says so (-v), and the self-test too.
+  // One kernel and one /dev/shm serve both namespaces, so shared memory would have worked had
+  // the runtime taken the namespaces for one machine.
+  const std::string network =
+      "gradients are summed through gloo (not shared memory: rank 2 runs on another machine "
+      "than rank 0)\n";
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string line = "accelerate: rank " + std::to_string(rank) + " of 4: " + network;
+    EXPECT_NE(output[rank / 2].find(line), std::string::npos) << output[rank / 2];
+  }
+  EXPECT_NE(output[0].find("[rank0] gradients are summed through: gloo (not shared memory: rank 2 "
+                           "runs on another machine than rank 0)"),
+            std::string::npos)
+      << output[0];
+  EXPECT_NE(output[1].find("accel: machine 1 of 2: ranks 2 to 3 of 4, rendezvous at 10.231.0.1:"),
+            std::string::npos)
+      << output[1];
 
   // On machine 0 the store's port listens on the given address only (10.231.0.1 in
   // /proc/net/tcp's little-endian hex), never on 0.0.0.0.

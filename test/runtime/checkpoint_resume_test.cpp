@@ -107,9 +107,10 @@ TEST(CheckpointResume, KillDuringSaveStateLeavesThePreviousCheckpointWhole) {
   for (int point = 0; point < kKillPointsPerSave; ++point) {
     SCOPED_TRACE("killed at point " + std::to_string(point) + " of the second save");
     const std::string project = dir + "/job" + std::to_string(point);
-    const auto killed = train(1, project, dir + "/killed.pt", {},
-                              {{"ACCELERATE_TEST_KILL_AFTER_CHECKPOINT_FILES",
-                                std::to_string(kKillPointsPerSave + point)}});
+    const auto killed =
+        train(1, project, dir + "/killed.pt", {},
+              {{"ACCELERATE_TEST_FAULT",
+                "save@" + std::to_string(kKillPointsPerSave + point + 1) + ":0:kill"}});
     ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << describe(killed);
     EXPECT_TRUE(fs::exists(project + "/checkpoints/checkpoint_0/checkpoint.json"));
     EXPECT_FALSE(fs::exists(project + "/checkpoints/checkpoint_1/checkpoint.json"));
