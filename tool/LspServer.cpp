@@ -3,22 +3,17 @@
 // A language server over stdio on LLVM's LSP support (llvm/Support/LSP): the rules' findings
 // as diagnostics of each open document (its unsaved text), published on open, change and
 // save; a quick fix per finding and one that applies them all (what -i would write). Runs
-// beside clangd. See docs/editors.md.
+// beside clangd. See docs/editors.md. The analysis itself comes from the caller
+// (LspAnalysis.cpp: clang and the rules), so that the protocol side can be fuzzed alone.
 //
 //===----------------------------------------------------------------------===//
 #include "LspServer.h"
-
-#include "CompileFlags.h"
-#include "RewriteFile.h"
 
 #include "accel/build_info.h"
 
 #include "llvm/Support/LSP/Logging.h"
 #include "llvm/Support/LSP/Protocol.h"
-#include "llvm/Support/LSP/Transport.h"
-#include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
 #include <map>
 
 namespace accel::tool {
@@ -64,8 +59,8 @@ struct Document {
 
 class Server {
 public:
-  Server(lsp::JSONTransport &Transport, const LspOptions &Options)
-      : Handler(Transport), Options(Options),
+  Server(lsp::JSONTransport &Transport, const DocumentAnalyzer &Analyze)
+      : Handler(Transport), Analyze(Analyze),
         Publish(Handler.outgoingNotification<lsp::PublishDiagnosticsParams>(
             "textDocument/publishDiagnostics")) {
     Handler.method("initialize", this, &Server::onInitialize);
@@ -120,24 +115,8 @@ private:
   void analyze(const lsp::URIForFile &Uri) {
     Document &Doc = Documents[Uri.file().str()];
     lsp::PublishDiagnosticsParams Out(Uri, Doc.Version);
-    std::string ClangOutput;
-    Doc.Analysis.reset();
-    llvm::Expected<std::unique_ptr<clang::tooling::CompilationDatabase>> Compilations =
-        compilationsFor(Uri.file(), Options.BuildDir);
-    const auto Start = std::chrono::steady_clock::now();
-    if (Compilations) {
-      Doc.Analysis = rewriteFile(**Compilations, Uri.file(), Options.ResourceDir, Options.Rules,
-                                 ClangOutput, Options.Preambles, llvm::StringRef(Doc.Text));
-    } else {
-      ClangOutput = llvm::toString(Compilations.takeError());
-    }
-    if (Doc.Analysis) {
-      // The client's log (stderr): how long the analysis took, and why.
-      lsp::Logger::info(
-          "{0}: analysed in {1:f2} s; {2}", Uri.file(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count(),
-          Doc.Analysis->PreambleNote);
-    }
+    std::string Why;
+    Doc.Analysis = Analyze(Uri.file(), Doc.Text, Why);
     if (!Doc.Analysis) {
       // One diagnostic at the top says why there are no findings: never a silent "clean".
       lsp::Diagnostic Problem;
@@ -145,7 +124,7 @@ private:
       Problem.severity = lsp::DiagnosticSeverity::Information;
       Problem.source = "accel-rewrite";
       Problem.message = "accel-rewrite could not analyse this file: " +
-                        llvm::StringRef(ClangOutput).take_front(2000).str();
+                        llvm::StringRef(Why).take_front(2000).str();
       Out.diagnostics.push_back(std::move(Problem));
     } else {
       for (const RuleFinding &Found : Doc.Analysis->Findings) {
@@ -212,21 +191,17 @@ private:
   }
 
   lsp::MessageHandler Handler;
-  const LspOptions &Options;
+  const DocumentAnalyzer &Analyze;
   lsp::OutgoingNotification<lsp::PublishDiagnosticsParams> Publish;
   std::map<std::string, Document> Documents;
 };
 
 } // namespace
 
-int runLspServer(const LspOptions &Options) {
-  lsp::Logger::setLogLevel(lsp::Logger::Level::Info);
-  lsp::JSONTransport Transport(stdin, llvm::outs());
-  Server TheServer(Transport, Options);
+void serveLsp(lsp::JSONTransport &Transport, const DocumentAnalyzer &Analyze) {
+  Server TheServer(Transport, Analyze);
   // Returns when the client closes the connection (or says "exit" and then closes it).
-  llvm::Error Ended = Transport.run(TheServer.handler());
-  llvm::consumeError(std::move(Ended));
-  return 0;
+  llvm::consumeError(Transport.run(TheServer.handler()));
 }
 
 } // namespace accel::tool

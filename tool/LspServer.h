@@ -2,8 +2,14 @@
 #pragma once
 
 #include "PreambleCache.h"
+#include "RewriteFile.h"
 #include "accel/rewrites/Rules.h"
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/LSP/Transport.h"
+
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +27,16 @@ struct LspOptions {
 };
 
 /// Serves the Language Server Protocol on stdin/stdout until the client closes the
-/// connection. Returns the exit status.
+/// connection, analysing documents with clang and Options.Rules (LspAnalysis.cpp). Returns the
+/// exit status.
 int runLspServer(const LspOptions &Options);
+
+/// The findings in File's current Text, or std::nullopt with the reason in Why.
+using DocumentAnalyzer = std::function<std::optional<FileRewrite>(
+    llvm::StringRef File, llvm::StringRef Text, std::string &Why)>;
+
+/// The protocol side (LspServer.cpp): serves Transport until the client closes the connection,
+/// publishing what Analyze finds in each open document.
+void serveLsp(llvm::lsp::JSONTransport &Transport, const DocumentAnalyzer &Analyze);
 
 } // namespace accel::tool

@@ -1,6 +1,7 @@
 // `accel`: the launcher command line — launch, config, env, test.
 #include "config_command.h"
 #include "env_command.h"
+#include "launch_arguments.h"
 #include "launch_command.h"
 #include "option_values.h"
 
@@ -64,23 +65,11 @@ int main(int argc, char **argv) {
   test->add_option("--num_processes,--num-processes", test_request.flags.num_processes)
       ->check(whole_number(1, std::numeric_limits<int>::max()));
 
-  // `--` ends the launcher's options: accel launch [OPTIONS] -- PROGRAM [ARGS...]. CLI11 does
-  // not hand what follows it to a prefix command, so it is split off here; a `--` after
-  // PROGRAM is the program's.
-  int launcher_argc = argc;
-  std::optional<std::vector<std::string>> after_dashes;
-  if (argc > 1 && std::string(argv[1]) == "launch") {
-    for (int i = 2; i < argc; ++i) {
-      if (std::string(argv[i]) == "--") {
-        launcher_argc = i;
-        after_dashes.emplace(argv + i + 1, argv + argc);
-        break;
-      }
-    }
-  }
+  // `--` ends the launcher's options: accel launch [OPTIONS] -- PROGRAM [ARGS...].
+  const LaunchArguments split = split_launch_arguments(argc, argv);
 
   try {
-    app.parse(launcher_argc, argv);
+    app.parse(split.launcher_argc, argv);
   } catch (const CLI::CallForVersion &) {
     return 0;
   } catch (const CLI::ParseError &error) {
@@ -94,14 +83,7 @@ int main(int argc, char **argv) {
 
   try {
     if (launch->parsed()) {
-      launch_request.command = launch->remaining();
-      if (after_dashes) {
-        if (!launch_request.command.empty()) {
-          launch_request.command.push_back("--");
-        }
-        launch_request.command.insert(launch_request.command.end(), after_dashes->begin(),
-                                      after_dashes->end());
-      }
+      launch_request.command = launch_command_words(launch->remaining(), split);
       return run_launch(launch_request);
     }
     if (config_default->parsed()) {

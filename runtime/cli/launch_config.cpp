@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -47,10 +48,13 @@ const std::set<std::string> kPythonOnlyKeys = {
     "ipex",
 };
 
-std::string where(const std::string &path, const YAML::Node &node, const std::string &key) {
+std::string at(const std::string &path, const YAML::Node &node) {
   const auto mark = node.Mark();
-  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
-         ": key '" + key + "': ";
+  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": ";
+}
+
+std::string where(const std::string &path, const YAML::Node &node, const std::string &key) {
+  return at(path, node) + "key '" + key + "': ";
 }
 
 // A Python-only key with its default value says nothing worth a note.
@@ -78,6 +82,48 @@ T scalar(const std::string &path, const YAML::Node &value, const std::string &ke
     throw std::runtime_error(where(path, value, key) + "expected " + expected + ", got '" +
                              value.Scalar() + "'");
   }
+}
+
+// YAML text is Unicode: PyYAML refuses a file that is not UTF-8, and yaml-cpp, which reads any
+// bytes, would write such a value back changed (config_to_yaml).
+bool is_utf8(const std::string &text) {
+  static constexpr uint32_t kLowest[] = {0, 0, 0x80, 0x800, 0x10000}; // by length: no overlongs
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    size_t length = 1;
+    uint32_t code = lead;
+    if (lead >= 0x80) {
+      length = (lead & 0xE0) == 0xC0   ? 2
+               : (lead & 0xF0) == 0xE0 ? 3
+               : (lead & 0xF8) == 0xF0 ? 4
+                                       : 0;
+      if (length == 0 || i + length > text.size()) {
+        return false;
+      }
+      code = lead & (0x7F >> length);
+      for (size_t k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(text[i + k]);
+        if ((next & 0xC0) != 0x80) {
+          return false;
+        }
+        code = (code << 6) | (next & 0x3F);
+      }
+      if (code < kLowest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+        return false;
+      }
+    }
+    i += length;
+  }
+  return true;
+}
+
+std::string text(const std::string &path, const YAML::Node &value, const std::string &key,
+                 const char *expected) {
+  auto result = scalar<std::string>(path, value, key, expected);
+  if (!is_utf8(result)) {
+    throw std::runtime_error(where(path, value, key) + "not UTF-8 text");
+  }
+  return result;
 }
 
 int bounded_int(const std::string &path, const YAML::Node &value, const std::string &key,
@@ -181,6 +227,13 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
     throw std::runtime_error(path + ": the config file must be a mapping of keys to values");
   }
   for (const auto &entry : root) {
+    if (!entry.first.IsScalar()) {
+      // YAML allows a list or a mapping as a key; as<std::string> would throw without a place.
+      throw std::runtime_error(at(path, entry.first) + "a key must be a name, not " +
+                               (entry.first.IsMap()        ? "a mapping"
+                                : entry.first.IsSequence() ? "a list"
+                                                           : "empty"));
+    }
     const auto key = entry.first.as<std::string>();
     const auto &value = entry.second;
     if (kPythonOnlyKeys.count(key)) {
@@ -208,11 +261,11 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
     } else if (key == "machine_rank") {
       config.machine_rank = bounded_int(path, value, key, 0, 65535);
     } else if (key == "main_process_ip") {
-      config.main_process_ip = scalar<std::string>(path, value, key, "an address");
+      config.main_process_ip = text(path, value, key, "an address");
     } else if (key == "main_process_port") {
       config.main_process_port = bounded_int(path, value, key, 1, 65535);
     } else if (key == "gpu_ids") {
-      config.gpu_ids = scalar<std::string>(path, value, key, "'all' or a list like 0,1");
+      config.gpu_ids = text(path, value, key, "'all' or a list like 0,1");
     } else if (key == "rdzv_backend") {
       config.rdzv_backend = one_of(path, value, key, {"static"});
     } else if (key == "same_network") {

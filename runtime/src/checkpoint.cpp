@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -199,17 +201,76 @@ ProcessState read_process_state(detail::Runtime &rt, const fs::path &path) {
   return state;
 }
 
-void apply_process_state(detail::Runtime &rt, ProcessState state) {
+// Sets the generators' states; a generator refuses a state that is not one of its own.
+void set_generators(const torch::Tensor &cpu_rng, const std::vector<torch::Tensor> &cuda_rng) {
   {
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(state.cpu_rng);
+    generator.set_state(cpu_rng);
   }
   auto cuda = cuda_generators();
-  for (size_t i = 0; i < std::min(state.cuda_rng.size(), cuda.size()); ++i) {
+  for (size_t i = 0; i < std::min(cuda_rng.size(), cuda.size()); ++i) {
     std::lock_guard<std::mutex> lock(cuda[i].mutex());
-    cuda[i].set_state(state.cuda_rng[i]);
+    cuda[i].set_state(cuda_rng[i]);
   }
+}
+
+std::string archive_bytes(const std::function<void(torch::serialize::OutputArchive &)> &write) {
+  torch::serialize::OutputArchive archive;
+  write(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+void read_archive_bytes(const std::string &bytes,
+                        const std::function<void(torch::serialize::InputArchive &)> &read) {
+  torch::serialize::InputArchive archive;
+  std::istringstream in(bytes);
+  archive.load_from(in);
+  read(archive);
+}
+
+// What the steps of a load that can still fail change (the optimizers' and the scaler's own
+// loading checks the archive as it goes; a generator checks its state), as it was before, so
+// that a refused checkpoint leaves them as they were.
+struct Undo {
+  std::vector<std::string> optimizers;
+  std::optional<std::string> scaler;
+  torch::Tensor cpu_rng;
+  std::vector<torch::Tensor> cuda_rng;
+
+  explicit Undo(detail::Runtime &rt) {
+    for (const auto &optimizer : rt.optimizers) {
+      optimizers.push_back(archive_bytes([&](auto &archive) { optimizer->save(archive); }));
+    }
+    if (rt.scaler) {
+      scaler = archive_bytes([&](auto &archive) { rt.scaler->save(archive); });
+    }
+    {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      cpu_rng = generator.get_state();
+    }
+    for (auto &generator : cuda_generators()) {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      cuda_rng.push_back(generator.get_state());
+    }
+  }
+
+  void restore(detail::Runtime &rt) const {
+    for (size_t i = 0; i < optimizers.size(); ++i) {
+      read_archive_bytes(optimizers[i], [&](auto &archive) { rt.optimizers[i]->load(archive); });
+    }
+    if (scaler) {
+      read_archive_bytes(*scaler, [&](auto &archive) { rt.scaler->load(archive); });
+    }
+    set_generators(cpu_rng, cuda_rng);
+  }
+};
+
+// Everything but the generators (set_generators), none of which can fail.
+void apply_process_state(detail::Runtime &rt, ProcessState state) {
   const auto live = live_loaders(rt);
   for (size_t i = 0; i < live.size(); ++i) {
     if (state.loaders[i]) {
@@ -268,7 +329,12 @@ nlohmann::json read_manifest(const fs::path &directory) {
     throw std::runtime_error("accelerate: load_state: " + path.string() +
                              " is damaged: " + error.what());
   }
-  if (manifest.value("format", "") != kFormat || manifest.value("version", 0) != kVersion) {
+  // Compared as JSON values: value<int>() would convert a fraction or a huge number first.
+  const auto field = [&](const char *key) {
+    return manifest.is_object() && manifest.contains(key) ? manifest.at(key) : nlohmann::json();
+  };
+  if (field("format") != kFormat || !field("version").is_number_integer() ||
+      field("version") != kVersion) {
     throw std::runtime_error("accelerate: load_state: " + path.string() +
                              " is not an accelerate checkpoint of version " +
                              std::to_string(kVersion));
@@ -276,9 +342,32 @@ nlohmann::json read_manifest(const fs::path &directory) {
   return manifest;
 }
 
+// A whole number of the manifest's, refused rather than converted when it is missing, not a
+// whole number or out of T's range (converting 1e300 or -1 would be undefined or wrong).
+template <typename T>
+T manifest_number(const nlohmann::json &manifest, const std::string &key,
+                  const fs::path &directory) {
+  const auto found = manifest.find(key);
+  bool fits = found != manifest.end() && found->is_number_integer();
+  if (fits && found->is_number_unsigned()) {
+    fits = found->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  } else if (fits) {
+    const auto value = found->get<int64_t>();
+    fits = value >= 0 &&
+           static_cast<uint64_t>(value) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  }
+  if (!fits) {
+    throw std::runtime_error(
+        "accelerate: load_state: " + (directory / detail::kCheckpointManifest).string() +
+        " is damaged: '" + key + "' is not a count");
+  }
+  return static_cast<T>(found->is_number_unsigned() ? found->get<uint64_t>()
+                                                    : static_cast<uint64_t>(found->get<int64_t>()));
+}
+
 void require_count(const nlohmann::json &manifest, const std::string &kind, size_t here,
                    const fs::path &directory) {
-  const auto saved = manifest.at(kind).get<size_t>();
+  const auto saved = manifest_number<size_t>(manifest, kind, directory);
   if (saved != here) {
     throw std::runtime_error("accelerate: load_state: " + directory.string() + " holds " +
                              std::to_string(saved) + " " + kind + " but this program prepared " +
@@ -392,7 +481,7 @@ std::string Accelerator::load_state(const std::string &directory) {
     source = found.back();
   }
   const auto manifest = read_manifest(source);
-  const int saved_world = manifest.at("world_size").get<int>();
+  const int saved_world = manifest_number<int>(manifest, "world_size", source);
   if (saved_world != rt.info.world_size) {
     throw std::runtime_error(
         "accelerate: load_state: " + source.string() + " was saved by " +
@@ -406,7 +495,8 @@ std::string Accelerator::load_state(const std::string &directory) {
   require_count(manifest, "optimizers", rt.optimizers.size(), source);
   require_count(manifest, "schedulers", rt.schedulers.size(), source);
 
-  // Everything is read and checked first, then restored: a refused checkpoint changes nothing.
+  // Everything is read and checked first, then restored (undoing what the last checks, made
+  // while restoring, got to): a refused checkpoint changes nothing.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> model_state;
   for (size_t i = 0; i < rt.models.size(); ++i) {
     torch::serialize::InputArchive archive;
@@ -430,20 +520,33 @@ std::string Accelerator::load_state(const std::string &directory) {
   }
   ProcessState process = read_process_state(rt, source / process_file(rt.info.rank));
 
+  // What can still refuse the checkpoint goes first, undone if it does; then what cannot.
+  const Undo undo(rt);
+  std::string file;
+  try {
+    for (size_t i = 0; i < rt.optimizers.size(); ++i) {
+      file = file_for("optimizer", i);
+      rt.optimizers[i]->load(optimizer_archives[i]);
+    }
+    if (scaler_archive) {
+      file = "scaler.pt";
+      rt.scaler->load(*scaler_archive);
+    }
+    file = process_file(rt.info.rank);
+    set_generators(process.cpu_rng, process.cuda_rng);
+  } catch (const std::exception &error) {
+    undo.restore(rt);
+    throw std::runtime_error("accelerate: load_state: " + (source / file).string() +
+                             " does not hold what this program prepared: " + error.what());
+  }
   {
     torch::NoGradGuard no_grad;
     for (auto &[target, value] : model_state) {
       target.copy_(value);
     }
   }
-  for (size_t i = 0; i < rt.optimizers.size(); ++i) {
-    rt.optimizers[i]->load(optimizer_archives[i]);
-  }
   for (size_t i = 0; i < rt.schedulers.size(); ++i) {
     SchedulerPosition::of(*rt.schedulers[i]) = scheduler_positions[i];
-  }
-  if (scaler_archive) {
-    rt.scaler->load(*scaler_archive);
   }
   apply_process_state(rt, std::move(process));
   return source.string();

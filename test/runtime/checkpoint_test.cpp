@@ -183,6 +183,43 @@ TEST(Checkpoint, ARefusedCheckpointChangesNothing) {
   fs::remove_all(dir);
 }
 
+// Found by test/fuzz/checkpoint_fuzzer.cpp: the optimizer checks its file only while it loads
+// it, which used to happen after the model's tensors were overwritten.
+TEST(Checkpoint, AnOptimizerFileOfAnotherKindIsRefusedAndChangesNothing) {
+  const auto dir = make_temp_dir("checkpoint-optimizer-file");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  accelerator.prepare(model, optimizer);
+  train_one_step(accelerator, model, optimizer);
+  accelerator.save_state(dir + "/state");
+  fs::copy_file(dir + "/state/model_0.pt", dir + "/state/optimizer_0.pt",
+                fs::copy_options::overwrite_existing);
+  train_one_step(accelerator, model, optimizer);
+  const auto before = state_of(model);
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state", "optimizer_0.pt does not hold"));
+  const auto after = state_of(model);
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_TRUE(torch::equal(before[i], after[i])) << "tensor " << i;
+  }
+  EXPECT_EQ(accelerator.global_step(), 2);
+  fs::remove_all(dir);
+}
+
+// Also found by the fuzzer: get<int>() of 1e300 is undefined behaviour.
+TEST(Checkpoint, AManifestNumberOutOfRangeIsRefused) {
+  const auto dir = make_temp_dir("checkpoint-manifest-number");
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  accelerator.save_state(dir + "/state");
+  std::ofstream(dir + "/state/checkpoint.json")
+      << R"({"format": "accelerate-cpp-checkpoint", "version": 1, "world_size": 1e300,)"
+      << R"( "models": 1, "optimizers": 0, "schedulers": 0})";
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state", "'world_size' is not a count"));
+  fs::remove_all(dir);
+}
+
 TEST(Checkpoint, ALoaderInTheMiddleOfAnEpochMustExistBeforeLoading) {
   const auto dir = make_temp_dir("checkpoint-loader");
   {
