@@ -83,7 +83,8 @@ std::string setupWithWarmup(llvm::StringRef Warmup) {
   return std::string(NetModel) + R"cpp(
 void run() {
   Net model;
-)cpp" + Warmup.str() + R"cpp(
+)cpp" + Warmup.str() +
+         R"cpp(
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   for (int e = 0; e < 2; ++e) {
     model->forward(torch::ones({1, 4})).sum().backward();
