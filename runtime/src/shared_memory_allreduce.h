@@ -30,8 +30,9 @@ public:
   /// Every rank calls this, with the same store: rank 0 makes the segment, the others map it,
   /// and the name is removed from /dev/shm before anyone returns. Every rank gets the same
   /// verdict: an all-reduce when no rank refuses (`refusal` non-empty says why this one does),
-  /// all run on one machine (same boot, same PID namespace, the same /dev/shm) and the segment
-  /// could be made. `piece_bytes` (0: chosen from the world size) is how much one round carries.
+  /// all run on one machine (same boot, same PID and network namespaces, the same /dev/shm) and the
+  /// segment could be made. `piece_bytes` (0: chosen from the world size) is how much one round
+  /// carries.
   static Verdict connect(c10d::Store &store, int rank, int size, std::chrono::milliseconds timeout,
                          const std::string &refusal, size_t piece_bytes = 0);
   ~SharedMemoryAllreduce();
