@@ -116,6 +116,10 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch->add_option(both_spellings("mixed_precision"), flags.mixed_precision)
       ->check(one_of({"no", "fp16", "bf16"}));
   launch
+      ->add_option(both_spellings("comm_hook"), flags.comm_hook,
+                   "Gradient compression for the all-reduce: no, fp16 or bf16 (DDP's hooks)")
+      ->check(one_of({"no", "fp16", "bf16"}));
+  launch
       ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
       ->check(whole_number(1, kAny));
   launch->add_flag("--cpu", request.cpu, "Train on the CPU even where CUDA is available");
@@ -257,7 +261,11 @@ int run_launch(const LaunchRequest &request) {
     std::cerr << "accel: machine " << machine_rank << " of " << machines << ": ranks " << first_rank
               << " to " << first_rank + per_machine - 1 << " of " << world_size
               << ", rendezvous at " << master_addr << ":" << port << ", " << threads
-              << " thread(s) per process\n";
+              << " thread(s) per process"
+              << (config.comm_hook.value_or("no") == "no"
+                      ? ""
+                      : ", gradients compressed to " + *config.comm_hook)
+              << "\n";
   }
 
   struct sigaction action{};
@@ -277,6 +285,7 @@ int run_launch(const LaunchRequest &request) {
                                                       master_addr, port);
       spec.env["GROUP_RANK"] = std::to_string(machine_rank);
       spec.env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision.value_or("no");
+      spec.env["ACCELERATE_COMM_HOOK"] = config.comm_hook.value_or("no");
       spec.env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] =
           std::to_string(config.gradient_accumulation_steps.value_or(1));
       spec.env["ACCELERATE_USE_CPU"] = config.use_cpu.value_or(false) ? "true" : "false";

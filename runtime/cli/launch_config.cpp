@@ -193,6 +193,7 @@ void LaunchConfig::override_with(const LaunchConfig &over) {
   take(debug, over.debug);
   take(gradient_accumulation_steps, over.gradient_accumulation_steps);
   take(num_cpu_threads_per_process, over.num_cpu_threads_per_process);
+  take(comm_hook, over.comm_hook);
 }
 
 std::string default_config_path() {
@@ -276,6 +277,8 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
       config.gradient_accumulation_steps = bounded_int(path, value, key, 1, 1 << 20);
     } else if (key == "num_cpu_threads_per_process") {
       config.num_cpu_threads_per_process = bounded_int(path, value, key, 1, 4096);
+    } else if (key == "comm_hook") {
+      config.comm_hook = one_of(path, value, key, {"no", "fp16", "bf16"});
     } else {
       throw std::runtime_error(where(path, entry.first, key) + "unknown key");
     }
@@ -317,6 +320,7 @@ std::string config_to_yaml(const LaunchConfig &config) {
   put("use_cpu", config.use_cpu);
   put("gradient_accumulation_steps", config.gradient_accumulation_steps);
   put("num_cpu_threads_per_process", config.num_cpu_threads_per_process);
+  put("comm_hook", config.comm_hook);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -26,6 +26,9 @@ struct LaunchConfig {
   std::optional<bool> debug;
   std::optional<int> gradient_accumulation_steps;
   std::optional<int> num_cpu_threads_per_process;
+  /// no, fp16, bf16: gradient compression (accel's own key; Python Accelerate sets it in code,
+  /// DistributedDataParallelKwargs(comm_hook=...), and its config files have no such key).
+  std::optional<std::string> comm_hook;
 
   /// Fields set in `over` replace those here.
   void override_with(const LaunchConfig &over);

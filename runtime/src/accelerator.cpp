@@ -1,6 +1,7 @@
 #include "accelerate/accelerator.h"
 
 #include "atomic_file.h"
+#include "comm_hook.h"
 #include "environment_flag.h"
 #include "mixed_precision.h"
 #include "runtime.h"
@@ -57,6 +58,10 @@ Options resolve(Options options) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
   }
   detail::parse_mixed_precision(options.mixed_precision); // throws on anything else
+  if (options.comm_hook.empty()) {
+    options.comm_hook = environment("ACCELERATE_COMM_HOOK").value_or("no");
+  }
+  detail::parse_comm_hook(options.comm_hook); // throws on anything else
   if (options.project_dir.empty()) {
     options.project_dir = environment("ACCELERATE_PROJECT_DIR").value_or(".");
   }
@@ -216,7 +221,9 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &modul
   detail::GradientSync::Limits limits;
   limits.first_bucket_bytes = static_cast<size_t>(rt.options.first_bucket_cap_mb * (1 << 20));
   limits.bucket_bytes = static_cast<size_t>(rt.options.bucket_cap_mb * (1 << 20));
-  rt.gradient_syncs.push_back(detail::GradientSync::create(rt.group, module->parameters(), limits));
+  rt.gradient_syncs.push_back(detail::GradientSync::create(
+      rt.group, module->parameters(), limits,
+      detail::wire_dtype(detail::parse_comm_hook(rt.options.comm_hook))));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {

@@ -20,15 +20,17 @@ std::string bucket_text(size_t bucket) {
 
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
-                                                   Limits limits) {
-  std::shared_ptr<GradientSync> sync(new GradientSync(std::move(group), limits));
+                                                   Limits limits,
+                                                   std::optional<c10::ScalarType> wire_dtype) {
+  std::shared_ptr<GradientSync> sync(new GradientSync(std::move(group), limits, wire_dtype));
   sync->assign_buckets(parameters);
   sync->install_hooks();
   return sync;
 }
 
-GradientSync::GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits)
-    : group_(std::move(group)), limits_(limits) {}
+GradientSync::GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits,
+                           std::optional<c10::ScalarType> wire_dtype)
+    : group_(std::move(group)), limits_(limits), wire_dtype_(wire_dtype) {}
 
 void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) {
   // Gradients arrive roughly in reverse registration order (the last layer's first), so
@@ -76,6 +78,11 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     buckets_[b].flat = torch::zeros({elements + static_cast<int64_t>(buckets_[b].slots.size())},
                                     first.options().requires_grad(false));
     buckets_[b].pending = buckets_[b].slots.size();
+    const auto dtype = buckets_[b].flat.scalar_type();
+    if (wire_dtype_ && c10::isFloatingType(dtype) && dtype != *wire_dtype_) {
+      buckets_[b].wire =
+          torch::empty(buckets_[b].flat.sizes(), buckets_[b].flat.options().dtype(*wire_dtype_));
+    }
   }
 }
 
@@ -202,9 +209,13 @@ void GradientSync::launch_ready_buckets() {
          buckets_[next_bucket_to_launch_].pending == 0) {
     auto &bucket = buckets_[next_bucket_to_launch_];
     bucket.flat.mul_(scale); // average: pre-divided, as DDP does, to keep sums in range
+    if (bucket.wire.defined()) {
+      bucket.wire.copy_(bucket.flat); // compressed: rounded to the wire dtype
+    }
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
     // Waited for in finalize(), unless the group summed it at once (no work then).
-    bucket.work = group_->start_sum(bucket.flat, bucket_text(next_bucket_to_launch_));
+    bucket.work = group_->start_sum(bucket.wire.defined() ? bucket.wire : bucket.flat,
+                                    bucket_text(next_bucket_to_launch_));
     ++next_bucket_to_launch_;
   }
 }
@@ -228,6 +239,9 @@ void GradientSync::finalize() {
     if (bucket.work) {
       group_->wait(bucket.work, bucket_text(b));
       bucket.work.reset();
+    }
+    if (bucket.wire.defined()) {
+      bucket.flat.copy_(bucket.wire); // widened back: the gradients stay in the parameters' dtype
     }
     bucket.pending = bucket.slots.size();
     const auto used_tensor =

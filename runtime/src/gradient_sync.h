@@ -1,7 +1,8 @@
 // DDP-grade gradient synchronisation for one model: gradients are packed into buckets as
 // autograd produces them, each full bucket's all-reduce starts at once (while backward still
 // runs), and everything is waited for when backward ends; the averages stay in the buckets,
-// which .grad then shares.
+// which .grad then shares. With a wire dtype (Options::comm_hook) each bucket is summed in a
+// 16-bit copy of itself and widened back, as DDP's fp16/bf16 compression hooks do.
 #pragma once
 
 #include "process_group.h"
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +32,11 @@ public:
   };
 
   /// `parameters` in the model's registration order; those that need no gradient are skipped.
+  /// `wire_dtype`, when set, is the floating dtype buckets are summed in (see comm_hook.h).
   static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
                                               const std::vector<torch::Tensor> &parameters,
-                                              Limits limits);
+                                              Limits limits,
+                                              std::optional<c10::ScalarType> wire_dtype = {});
 
   /// Before a backward that synchronises (Accelerator::backward): parameters without a
   /// gradient get their part of the bucket, zeroed, as .grad, so that autograd accumulates
@@ -65,13 +69,16 @@ private:
   };
   struct Bucket {
     torch::Tensor flat;
+    /// The compressed copy of `flat` that is summed instead of it (undefined: no compression).
+    torch::Tensor wire;
     std::vector<size_t> slots;
     int64_t flags_offset = 0; ///< where the per-parameter "has a gradient" flags start
     size_t pending = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
 
-  GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits);
+  GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits,
+               std::optional<c10::ScalarType> wire_dtype);
   void assign_buckets(const std::vector<torch::Tensor> &parameters);
   void install_hooks();
   void on_gradient_ready(size_t slot);
@@ -84,6 +91,7 @@ private:
 
   std::shared_ptr<ProcessGroup> group_;
   Limits limits_;
+  std::optional<c10::ScalarType> wire_dtype_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   // Keeps autograd's accumulator nodes alive; the parameter holds them only weakly.

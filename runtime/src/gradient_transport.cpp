@@ -1,5 +1,5 @@
-// Accelerator::gradient_transport: which path this job's gradients take, for the self-test
-// and for logs.
+// Accelerator::gradient_transport and comm_hook: which path this job's gradients take and in
+// which dtype, for the self-test, benchmarks and logs.
 #include "accelerate/accelerator.h"
 
 #include "runtime.h"
@@ -13,5 +13,7 @@ std::string Accelerator::gradient_transport() const {
   }
   return group->gradient_transport();
 }
+
+const std::string &Accelerator::comm_hook() const { return runtime_->options.comm_hook; }
 
 } // namespace accelerate

@@ -43,6 +43,27 @@ TEST(Config, AccelerateDefaultFileLoadsAndFlagsOverrideIt) {
   EXPECT_NE(overridden.out.find("[rank1] 2 bf16"), std::string::npos) << overridden.out;
 }
 
+TEST(Config, CommHookComesFromTheFileAndTheFlagOverridesIt) {
+  const auto dir = accel_test::make_temp_dir("config-comm-hook");
+  const auto file = write(dir, "hook.yaml", "num_processes: 1\ncomm_hook: fp16\n");
+  auto result = run_command(
+      {ACCEL_BIN, "launch", "--config_file", file, "/bin/sh", "-c", "echo $ACCELERATE_COMM_HOOK"},
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] fp16\n");
+  result = run_command({ACCEL_BIN, "launch", "--config_file", file, "--comm_hook", "no", "/bin/sh",
+                        "-c", "echo $ACCELERATE_COMM_HOOK"},
+                       kIsolated);
+  EXPECT_EQ(result.out, "[rank0] no\n") << result.err;
+  const auto bad = write(dir, "bad-hook.yaml", "comm_hook: int8\n");
+  result = run_command({ACCEL_BIN, "env", "--config_file", bad});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(bad + ":1:12: key 'comm_hook': 'int8' is not one of"),
+            std::string::npos)
+      << result.err;
+  fs::remove_all(dir);
+}
+
 TEST(Config, AccelerateMultiMachineFileLoadsWithANoteForPythonOnlyKeys) {
   const auto result =
       run_command({ACCEL_BIN, "env", "--config_file", kInputs + "/accelerate-1.15-multi_cpu.yaml"});

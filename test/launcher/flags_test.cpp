@@ -30,6 +30,19 @@ TEST(Flags, AccelerateFlagsAreAcceptedWithTheirMeaning) {
   EXPECT_EQ(result.out, "[rank0] false\n");
 }
 
+// accel's own flag (Python Accelerate sets the hook in code): the workers learn it through
+// ACCELERATE_COMM_HOOK, "no" unless asked.
+TEST(Flags, CommHookReachesTheWorkers) {
+  auto result = run_command(
+      launch({"--comm_hook", "bf16", "--no_python", "/bin/sh", "-c", "echo $ACCELERATE_COMM_HOOK"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] bf16\n");
+  result = run_command(launch({"/bin/sh", "-c", "echo $ACCELERATE_COMM_HOOK"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] no\n");
+}
+
 TEST(Flags, ModuleDoesNotApplyToNativePrograms) {
   for (const char *flag : {"-m", "--module"}) {
     const auto result = run_command(launch({flag, "/bin/echo", "x"}), kIsolated);
@@ -67,6 +80,7 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
       {{"--main_process_port", "70000"},
        "--main_process_port: '70000' is out of range (1 to 65535)"},
       {{"--mixed_precision", "fp32"}, "--mixed_precision: 'fp32' is not one of no, fp16, bf16"},
+      {{"--comm_hook", "powersgd"}, "--comm_hook: 'powersgd' is not one of no, fp16, bf16"},
       {{"--rdzv_timeout", "soon"}, "--rdzv_timeout: 'soon' is not a number of seconds"},
       {{"--monitor_interval", "-1"}, "--monitor_interval: '-1' is not above 0 seconds"},
       {{"--rdzv_backend", "c10d"},

@@ -34,6 +34,12 @@ struct Options {
   double bucket_cap_mb = 25.0;
   /// The first bucket is smaller so that communication starts as early as possible.
   double first_bucket_cap_mb = 1.0;
+  /// Gradient compression for the all-reduce, as DDP's communication hooks
+  /// (fp16_compress_hook, bf16_compress_hook; Accelerate's DDPCommunicationHookType): "no",
+  /// "fp16" or "bf16". Each bucket of averaged gradients is rounded to that dtype, summed in it
+  /// and widened back, halving the bytes on the wire at the cost of precision (docs/runtime.md
+  /// "Gradient compression"). "" takes ACCELERATE_COMM_HOOK, else "no".
+  std::string comm_hook;
   /// When every process runs on this machine and trains on the CPU, gradients are summed
   /// through shared memory instead of Gloo's loopback TCP (the same sums, several times faster
   /// for small models). false keeps them on the backend. Env: ACCELERATE_SHARED_MEMORY=false.
