@@ -1,17 +1,21 @@
 """Benchmark 2 (Python side): the training loop of src/train.cpp with Hugging Face Accelerate.
 
-Started by bench/run.py through torch.distributed.run (2 processes, Gloo on CPU). Same models,
-data shapes, per-process batch, optimizer and thread count as the C++ side; rank 0 prints one
-JSON line.
+Started by bench/run.py through torch.distributed.run (2 processes, Gloo on CPU), or by
+bench/machines.py on two machines (one torchrun per machine). Same models, data shapes,
+per-process batch, optimizer and thread count as the C++ side; rank 0 prints one JSON line,
+with what each rank used: the process group's backend and the DDP communication hook (the
+gradient compression, Accelerate's DistributedDataParallelKwargs(comm_hook=...)).
 """
 import argparse
 import json
+import os
 import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from accelerate import Accelerator
+from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs
 
 
 def make_model(name):
@@ -33,6 +37,27 @@ def make_model(name):
 SAMPLE_SHAPE = {"mlp": (64,), "wide": (512,), "conv": (1, 28, 28)}
 
 
+def used(model):
+    """This rank's process-group backend and DDP communication hook, as torch reports them."""
+    dist = torch.distributed
+    record = {"rank": dist.get_rank() if dist.is_initialized() else 0,
+              "backend": dist.get_backend() if dist.is_initialized() else "none (one process)",
+              "ddp": isinstance(model, nn.parallel.DistributedDataParallel),
+              "comm_hook": "no", "comm_hook_logged": None,
+              "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME")}
+    if record["ddp"]:
+        # DDP's own log of the hook registered on it: the hook function's name, e.g.
+        # "bf16_compress_hook"; absent or empty when none was registered.
+        logged = model._get_ddp_logging_data().get("comm_hook") or None
+        record["comm_hook_logged"] = logged
+        for name in ("fp16", "bf16"):
+            if logged and logged.startswith(name):
+                record["comm_hook"] = name
+        if logged and record["comm_hook"] == "no":
+            record["comm_hook"] = logged
+    return record
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="mlp")
@@ -41,10 +66,16 @@ def main():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--comm_hook", default="no", choices=("no", "fp16", "bf16"),
+                        help="DDP gradient compression, Accelerate's way")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
-    accelerator = Accelerator(cpu=True)
+    handlers = []
+    if args.comm_hook != "no":
+        handlers.append(DistributedDataParallelKwargs(
+            comm_hook=DDPCommunicationHookType(args.comm_hook)))
+    accelerator = Accelerator(cpu=True, kwargs_handlers=handlers)
     torch.manual_seed(0)
     model = make_model(args.model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -52,7 +83,20 @@ def main():
     inputs = torch.randn((args.samples, *SAMPLE_SHAPE[args.model]), generator=generator)
     targets = torch.randint(10, (args.samples,), generator=generator)
     loader = DataLoader(TensorDataset(inputs, targets), batch_size=args.batch, shuffle=True)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    try:
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    except TypeError as error:
+        # torch's DDP refuses bf16_compress_hook unless it runs on CUDA with NCCL >= 2.10 or on
+        # XPU with XCCL, so Accelerate's BF16 hook cannot run on CPU with Gloo: say so as the
+        # result (bench/machines.py records it) rather than as a crash.
+        if args.comm_hook == "no" or "communication hook" not in str(error):
+            raise
+        if accelerator.is_main_process:
+            print(json.dumps({"bench": "train", "impl": "python", "model": args.model,
+                              "comm_hook": args.comm_hook, "refused": str(error),
+                              "backend": torch.distributed.get_backend()}), flush=True)
+        torch.distributed.destroy_process_group()
+        return
 
     done, start, last_loss = 0, None, 0.0
     total = args.warmup + args.steps
@@ -71,6 +115,11 @@ def main():
                 break
     accelerator.wait_for_everyone()
     elapsed = time.perf_counter() - start
+    # What each rank actually used, recorded by the program (outside the timed region).
+    ranks = [used(model)]
+    if torch.distributed.is_initialized():
+        ranks = [None] * torch.distributed.get_world_size()
+        torch.distributed.all_gather_object(ranks, used(model))
     if accelerator.is_main_process:
         print(json.dumps({
             "bench": "train", "impl": "python", "model": args.model,
@@ -78,7 +127,8 @@ def main():
             "distributed_type": str(accelerator.distributed_type), "batch": args.batch,
             "steps": args.steps, "params": sum(p.numel() for p in model.parameters()),
             "seconds": round(elapsed, 4), "steps_per_s": round(args.steps / elapsed, 3),
-            "loss": round(last_loss, 4)}), flush=True)
+            "loss": round(last_loss, 4), "backend": ranks[0]["backend"],
+            "comm_hook": ranks[0]["comm_hook"], "ranks": ranks}), flush=True)
     # An orderly shutdown (outside the timed region): left to interpreter exit, Gloo's threads
     # sometimes abort the process ("terminate called without an active exception").
     if torch.distributed.is_initialized():

@@ -14,6 +14,7 @@ time per file to --plot when matplotlib is installed (Debian: python3-matplotlib
 /usr/bin/python3); --replot draws the plot again from a --json file.
 
     python3 bench/rewrite_speed.py [--build build] [--json out.json] [--plot docs/rewrite-speed.png]
+    python3 bench/rewrite_speed.py --only syntax_only,cold --files early_stopping,gan_adamw
 """
 import argparse
 import json
@@ -28,6 +29,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "test", "corpus")
 NOT_PROGRAMS = {"corpus_test.cpp", "pch.cpp"}
+# What is measured per file, then over the whole corpus ("whole": --check -j1 and -j2).
+MEASURES = ("syntax_only", "clang_tidy", "no_cache", "cold", "warm", "whole")
 # Flags that name what to compile, not how: kept from the build's compile commands.
 KEPT_PREFIXES = ("-std=", "-I", "-isystem", "-D", "-U")
 
@@ -80,6 +83,9 @@ def main():
     parser.add_argument("--plot", help="write a PNG of time per file here")
     parser.add_argument("--check-tidy", default="bugprone-use-after-move",
                         help="the one clang-tidy check (default: %(default)s)")
+    parser.add_argument("--files", help="comma-separated corpus programs (default: all)")
+    parser.add_argument("--only", default=",".join(MEASURES),
+                        help="which of %(default)s to measure")
     parser.add_argument("--replot", metavar="JSON",
                         help="only plot (to --plot) the measurements of an earlier --json")
     opts = parser.parse_args()
@@ -92,8 +98,18 @@ def main():
         sys.exit(f"rewrite_speed: no {rewrite}; run scripts/setup first")
     clangxx, clang_tidy = tool("clang++-22"), tool("clang-tidy-22")
 
-    work = tempfile.mkdtemp(prefix="accel-rewrite-speed-")
+    only = set(opts.only.split(","))
+    if only - set(MEASURES):
+        sys.exit(f"rewrite_speed: --only: unknown {sorted(only - set(MEASURES))}; "
+                 f"choose from {','.join(MEASURES)}")
     programs = corpus_programs()
+    if opts.files:
+        wanted = [f if f.endswith(".cpp") else f + ".cpp" for f in opts.files.split(",")]
+        missing = sorted(set(wanted) - set(programs))
+        if missing:
+            sys.exit(f"rewrite_speed: --files: not corpus programs: {', '.join(missing)}")
+        programs = wanted
+    work = tempfile.mkdtemp(prefix="accel-rewrite-speed-")
     database = []
     for name in programs:
         source = os.path.join(CORPUS, name)
@@ -108,51 +124,69 @@ def main():
         flags = entry["arguments"][1:-2]
         cache = os.path.join(work, f"cache-{i}")
         row = {"file": os.path.basename(source)}
-        row["syntax_only"] = timed([clangxx, *flags, "-fsyntax-only", "-w", source])
-        row["clang_tidy"] = timed([clang_tidy, "-p", work, f"--checks=-*,{opts.check_tidy}",
-                                   "--quiet", source], ok=(0, 1))
         check = [rewrite, "--check", "--format=json", "-p", work]
-        row["no_cache"] = timed([*check, "--no-cache", source], ok=(0, 1))
-        row["cold"] = timed([*check, "--cache-dir", cache, source], ok=(0, 1))
-        row["warm"] = timed([*check, "--cache-dir", cache, source], ok=(0, 1))
-        row["entry_mb"] = sum(os.path.getsize(os.path.join(cache, e))
-                              for e in os.listdir(cache)) / 1e6
+        commands = {
+            "syntax_only": ([clangxx, *flags, "-fsyntax-only", "-w", source], (0,)),
+            "clang_tidy": ([clang_tidy, "-p", work, f"--checks=-*,{opts.check_tidy}", "--quiet",
+                            source], (0, 1)),
+            "no_cache": ([*check, "--no-cache", source], (0, 1)),
+            "cold": ([*check, "--cache-dir", cache, source], (0, 1)),
+            "warm": ([*check, "--cache-dir", cache, source], (0, 1)),
+        }
+        if "warm" in only and "cold" not in only:
+            timed(commands["cold"][0], ok=(0, 1))  # warm needs a filled cache
+        for key, (command, ok) in commands.items():
+            if key in only:
+                row[key] = timed(command, ok=ok)
+        if os.path.isdir(cache):
+            row["entry_mb"] = sum(os.path.getsize(os.path.join(cache, e))
+                                  for e in os.listdir(cache)) / 1e6
         rows.append(row)
-        print(f"{row['file']:24} syntax {row['syntax_only']:6.2f}  tidy {row['clang_tidy']:6.2f}  "
-              f"no-cache {row['no_cache']:6.2f}  cold {row['cold']:6.2f}  warm {row['warm']:5.2f}",
-              file=sys.stderr)
+        print(f"{row['file']:24} " + "  ".join(f"{key} {row[key]:6.2f}" for key in commands
+                                                if key in row), file=sys.stderr)
 
     sources = [entry["file"] for entry in database]
     whole = {}
-    for jobs in (1, 2):
-        cache = os.path.join(work, f"whole-j{jobs}")
-        check = [rewrite, "--check", "--format=json", "-p", work, f"-j{jobs}", "--cache-dir", cache]
-        whole[f"cold_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
-        whole[f"warm_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
-    whole["entries"] = len(os.listdir(os.path.join(work, "whole-j1")))
+    if "whole" in only:
+        for jobs in (1, 2):
+            cache = os.path.join(work, f"whole-j{jobs}")
+            check = [rewrite, "--check", "--format=json", "-p", work, f"-j{jobs}", "--cache-dir",
+                     cache]
+            whole[f"cold_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
+            whole[f"warm_j{jobs}"] = timed([*check, *sources], ok=(0, 1))
+        whole["entries"] = len(os.listdir(os.path.join(work, "whole-j1")))
 
     def mean(key):
         return sum(r[key] for r in rows) / len(rows)
 
-    ratios = {
-        "cold / syntax-only": mean("cold") / mean("syntax_only"),
-        "warm / clang-tidy": mean("warm") / mean("clang_tidy"),
-        "--check -j2 / -j1, cold": whole["cold_j2"] / whole["cold_j1"],
-        "--check -j2 / -j1, warm": whole["warm_j2"] / whole["warm_j1"],
-    }
-    print("| file | clang++ -fsyntax-only | clang-tidy (1 check) | accel-rewrite --no-cache "
-          "| accel-rewrite cold | accel-rewrite warm |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for r in rows + [{"file": "**mean**", **{k: mean(k) for k in
-                                             ("syntax_only", "clang_tidy", "no_cache", "cold",
-                                              "warm")}}]:
-        print(f"| {r['file']} | {r['syntax_only']:.2f} s | {r['clang_tidy']:.2f} s | "
-              f"{r['no_cache']:.2f} s | {r['cold']:.2f} s | {r['warm']:.2f} s |")
+    def cell(value):
+        return "-" if value is None else f"{value:.2f} s"
+
+    measured = [k for k in MEASURES[:-1] if k in only]
+    ratios = {}
+    if {"cold", "syntax_only"} <= only:
+        ratios["cold / syntax-only"] = mean("cold") / mean("syntax_only")
+        per_file = sorted(r["cold"] / r["syntax_only"] for r in rows)
+        ratios["cold / syntax-only, per file: lowest"] = per_file[0]
+        ratios["cold / syntax-only, per file: highest"] = per_file[-1]
+    if {"warm", "clang_tidy"} <= only:
+        ratios["warm / clang-tidy"] = mean("warm") / mean("clang_tidy")
+    if whole:
+        ratios["--check -j2 / -j1, cold"] = whole["cold_j2"] / whole["cold_j1"]
+        ratios["--check -j2 / -j1, warm"] = whole["warm_j2"] / whole["warm_j1"]
+    titles = {"syntax_only": "clang++ -fsyntax-only", "clang_tidy": "clang-tidy (1 check)",
+              "no_cache": "accel-rewrite --no-cache", "cold": "accel-rewrite cold",
+              "warm": "accel-rewrite warm"}
+    print("| file | " + " | ".join(titles[k] for k in measured) + " |")
+    print("|---|" + "---:|" * len(measured))
+    for r in rows + [{"file": "**mean**", **{k: mean(k) for k in measured}}]:
+        print(f"| {r['file']} | " + " | ".join(cell(r.get(k)) for k in measured) + " |")
     print()
-    print(f"`--check` over the {len(sources)} programs ({whole['entries']} cache entries): "
-          f"-j1 cold {whole['cold_j1']:.1f} s, -j2 cold {whole['cold_j2']:.1f} s; "
-          f"-j1 warm {whole['warm_j1']:.1f} s, -j2 warm {whole['warm_j2']:.1f} s")
-    print()
+    if whole:
+        print(f"`--check` over the {len(sources)} programs ({whole['entries']} cache entries): "
+              f"-j1 cold {whole['cold_j1']:.1f} s, -j2 cold {whole['cold_j2']:.1f} s; "
+              f"-j1 warm {whole['warm_j1']:.1f} s, -j2 warm {whole['warm_j2']:.1f} s")
+        print()
     for name, value in ratios.items():
         print(f"- {name}: {value:.2f}x")
 
@@ -175,10 +209,11 @@ def plot(rows, path):
         return
     series = [("syntax_only", "clang++-22 -fsyntax-only"), ("clang_tidy", "clang-tidy-22, 1 check"),
               ("cold", "accel-rewrite, cold cache"), ("warm", "accel-rewrite, warm cache")]
-    width = 0.2
+    series = [(key, label) for key, label in series if all(key in r for r in rows)]
+    width = 0.8 / max(1, len(series))
     fig, ax = plt.subplots(figsize=(11, 4.8))
     for k, (key, label) in enumerate(series):
-        xs = [i + (k - 1.5) * width for i in range(len(rows))]
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(rows))]
         ax.bar(xs, [r[key] for r in rows], width, label=label)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["file"].removesuffix(".cpp") for r in rows], rotation=30, ha="right")

@@ -1,6 +1,7 @@
 // Benchmark 2 (C++ side): training throughput of a data-parallel job, the documented loop.
-// Started once per process by bench/run.py with torchrun's variables; rank 0 prints the
-// result. bench/py_train.py is the same loop with Python Accelerate.
+// Started once per process by bench/run.py with torchrun's variables, or by `accel launch`
+// (bench/machines.py, two machines); rank 0 prints the result, with the gradient transport
+// and compression the program used. bench/py_train.py is the same loop with Python Accelerate.
 #include "bench.h"
 
 #include <accelerate/accelerate.h>
@@ -8,6 +9,28 @@
 #include <cstdio>
 
 namespace accel_bench {
+namespace {
+
+// A JSON string literal of `text` (the transport contains parentheses and colons, never
+// quotes, but escape anyway).
+std::string json_string(const std::string &text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
 
 int run_train(const Args &args) {
   const std::string model_name = args.text("model", "mlp");
@@ -51,10 +74,12 @@ int run_train(const Args &args) {
   if (accelerator.is_main_process()) {
     std::printf("{\"bench\": \"train\", \"impl\": \"cpp\", \"model\": \"%s\", \"processes\": %d, "
                 "\"batch\": %zu, \"steps\": %lld, \"params\": %lld, \"seconds\": %.4f, "
-                "\"steps_per_s\": %.3f, \"loss\": %.4f}\n",
+                "\"steps_per_s\": %.3f, \"loss\": %.4f, \"transport\": %s, \"comm_hook\": %s}\n",
                 model_name.c_str(), accelerator.num_processes(), batch,
                 static_cast<long long>(steps), static_cast<long long>(parameter_count(model)),
-                elapsed, static_cast<double>(steps) / elapsed, last_loss);
+                elapsed, static_cast<double>(steps) / elapsed, last_loss,
+                json_string(accelerator.gradient_transport()).c_str(),
+                json_string(accelerator.comm_hook()).c_str());
   }
   return 0;
 }
