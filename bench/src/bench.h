@@ -55,5 +55,6 @@ double median(std::vector<double> values);
 int run_overhead(const Args &args);
 int run_train(const Args &args);
 int run_sync(const Args &args);
+int run_phases(const Args &args);
 
 } // namespace accel_bench

@@ -100,7 +100,7 @@ double median(std::vector<double> values) {
 } // namespace accel_bench
 
 int main(int argc, char **argv) {
-  const std::string usage = "usage: accel_bench overhead|train|sync [--name value ...]\n";
+  const std::string usage = "usage: accel_bench overhead|train|sync|phases [--name value ...]\n";
   if (argc < 2) {
     std::fputs(usage.c_str(), stderr);
     return 2;
@@ -116,6 +116,8 @@ int main(int argc, char **argv) {
       return accel_bench::run_train(args);
     if (command == "sync")
       return accel_bench::run_sync(args);
+    if (command == "phases")
+      return accel_bench::run_phases(args);
     std::fputs(usage.c_str(), stderr);
     return 2;
   } catch (const std::exception &error) {
