@@ -110,31 +110,66 @@ class HeaderCollector : public clang::DependencyCollector {
   bool needSystemDependencies() override { return true; }
 };
 
-/// Builds the PCH, recording every header the preprocessor opens.
+/// A header the PCH build read, as the preprocessor named it, and the digest of the text it
+/// parsed; Readable is false when the text could not be had.
+struct ReadHeader {
+  std::string Name;
+  std::string Digest;
+  uint64_t Size = 0;
+  bool Readable = false;
+};
+
+/// Builds the PCH, recording every header the preprocessor opens and what it held: Read is
+/// set once the build is over.
 class PchBuilder : public clang::tooling::FrontendActionFactory {
 public:
-  explicit PchBuilder(std::shared_ptr<HeaderCollector> Headers) : Headers(std::move(Headers)) {}
+  explicit PchBuilder(std::optional<std::vector<ReadHeader>> &Read) : Read(Read) {}
 
   std::unique_ptr<clang::FrontendAction> create() override {
-    return std::make_unique<Action>(Headers);
+    return std::make_unique<Action>(Read);
   }
 
 private:
   class Action : public clang::GeneratePCHAction {
   public:
-    explicit Action(std::shared_ptr<HeaderCollector> Headers) : Headers(std::move(Headers)) {}
+    explicit Action(std::optional<std::vector<ReadHeader>> &Read) : Read(Read) {}
 
   protected:
     bool BeginSourceFileAction(clang::CompilerInstance &Compiler) override {
-      Headers->attachToPreprocessor(Compiler.getPreprocessor());
+      Collector->attachToPreprocessor(Compiler.getPreprocessor());
       return GeneratePCHAction::BeginSourceFileAction(Compiler);
     }
 
+    /// Digests each header from the text clang parsed, still held by its SourceManager:
+    /// no second read of ~5,100 files, and the digest is of what went into the PCH even if
+    /// a header is edited while the PCH is built (the next use then sees the edit). A header
+    /// only looked up (__has_include) is read here.
+    void EndSourceFileAction() override {
+      clang::CompilerInstance &Compiler = getCompilerInstance();
+      clang::SourceManager &Sources = Compiler.getSourceManager();
+      std::vector<ReadHeader> Headers;
+      for (const std::string &Name : Collector->getDependencies()) {
+        ReadHeader Header{Name, "", 0, false};
+        if (clang::OptionalFileEntryRef File = Compiler.getFileManager().getOptionalFileRef(Name)) {
+          if (std::optional<llvm::MemoryBufferRef> Text =
+                  Sources.getMemoryBufferForFileOrNone(*File)) {
+            Header.Digest = digestOf(Text->getBuffer());
+            Header.Size = Text->getBufferSize();
+            Header.Readable = true;
+          }
+        }
+        Headers.push_back(std::move(Header));
+      }
+      Read = std::move(Headers);
+      GeneratePCHAction::EndSourceFileAction();
+    }
+
   private:
-    std::shared_ptr<HeaderCollector> Headers;
+    std::shared_ptr<HeaderCollector> Collector = std::make_shared<HeaderCollector>();
+    std::optional<std::vector<ReadHeader>> &Read;
   };
 
-  std::shared_ptr<HeaderCollector> Headers;
+  std::optional<std::vector<ReadHeader>> &Read;
 };
 
 /// Which dependency changed since Built was made, in words; empty when none did.
@@ -436,72 +471,61 @@ PreambleCache::build(const clang::CompilerInvocation &Invocation, llvm::StringRe
   }
 
   // Through tooling's runInvocation, as the parse itself: the API LLVM 19 to 22 share.
-  auto Headers = std::make_shared<HeaderCollector>();
-  PchBuilder Builder(Headers);
+  std::optional<std::vector<ReadHeader>> Read;
+  PchBuilder Builder(Read);
   auto Files =
       llvm::makeIntrusiveRefCnt<clang::FileManager>(PchInvocation->getFileSystemOpts(), Overlay);
   clang::DiagnosticConsumer Counter; // Counts; the parse without a preamble reports errors.
   if (!Builder.runInvocation(PchInvocation, Files.get(), std::move(Ops), &Counter) ||
-      Counter.getNumErrors() != 0) {
+      Counter.getNumErrors() != 0 || !Read) {
     Note = "not cached: the preamble does not compile on its own";
     return nullptr;
   }
 
-  for (llvm::StringRef Header : Headers->getDependencies()) {
-    llvm::SmallString<256> Path(Header);
+  for (const ReadHeader &Header : *Read) {
+    llvm::SmallString<256> Path(Header.Name);
     FS->makeAbsolute(Path);
     llvm::sys::path::remove_dots(Path, /*remove_dot_dot=*/false);
     if (Path == Built->BuiltFrom) {
       continue;
     }
-    auto Contents = FS->getBufferForFile(Path, -1, /*RequiresNullTerminator=*/false,
-                                         /*IsVolatile=*/true);
-    if (!Contents || Path.str().contains('\n')) {
+    if (!Header.Readable || Path.str().contains('\n')) {
       Note = "not cached: cannot read " + std::string(Path) + " back";
       return nullptr;
     }
-    Built->Dependencies.push_back(
-        {std::string(Path), digestOf((*Contents)->getBuffer()), (*Contents)->getBufferSize()});
+    Built->Dependencies.push_back({std::string(Path), Header.Digest, Header.Size});
   }
 
-  uint64_t PchSize = 0;
+  // The PCH as clang wrote it, read once: the entry's digest is taken from these bytes, and
+  // they are what this process then uses (the file on disk only ever grows past them), so
+  // the entry just written needs no second reading and digest. Memory-only entries are
+  // read into memory, as their file goes with RemovePch.
   auto Pch = llvm::MemoryBuffer::getFile(PchPath, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false, /*IsVolatile=*/true);
-  if (!Pch || (PchSize = (*Pch)->getBufferSize()) == 0) {
+                                         /*RequiresNullTerminator=*/false,
+                                         /*IsVolatile=*/Directory.empty());
+  if (!Pch || (*Pch)->getBufferSize() == 0) {
     Note = "not cached: clang wrote no precompiled header";
     return nullptr;
   }
-  std::string PchDigest = digestOf((*Pch)->getBuffer());
-  Pch->reset();
-  if (llvm::Error Error = appendManifest(PchPath, manifestOf(*Built, PchDigest), PchSize)) {
+  Built->Storage = std::move(*Pch);
+  Built->Pch = Built->Storage->getBuffer();
+  if (Directory.empty()) {
+    Note = "preamble " + Built->Key + " built (in memory)";
+    return Built;
+  }
+  if (llvm::Error Error =
+          appendManifest(PchPath, manifestOf(*Built, digestOf(Built->Pch)), Built->Pch.size())) {
     Note = "not cached: " + llvm::toString(std::move(Error));
     return nullptr;
   }
-  std::string Final = Directory.empty() ? std::string(PchPath) : entryPath(Directory, Key);
-  if (!Directory.empty()) {
-    if (std::error_code Error = llvm::sys::fs::rename(PchPath, Final)) {
-      Note = "not cached: cannot rename into " + Final + ": " + Error.message();
-      return nullptr;
-    }
-    removeOldEntries();
-  }
-  // Read back what was written, through the same checks as any entry. Memory-only entries
-  // are read into memory, as their file goes with RemovePch.
-  auto Storage = llvm::MemoryBuffer::getFile(Final, /*IsText=*/false,
-                                             /*RequiresNullTerminator=*/false,
-                                             /*IsVolatile=*/Directory.empty());
-  if (!Storage) {
-    Note = "not cached: cannot read " + Final + " back";
+  std::string Final = entryPath(Directory, Key);
+  if (std::error_code Error = llvm::sys::fs::rename(PchPath, Final)) {
+    Note = "not cached: cannot rename into " + Final + ": " + Error.message();
     return nullptr;
   }
-  llvm::Expected<std::unique_ptr<Preamble>> Parsed = parseEntry(std::move(*Storage), Key);
-  if (!Parsed) {
-    Note = "not cached: " + Final + ": " + llvm::toString(Parsed.takeError());
-    return nullptr;
-  }
-  Note = "preamble " + Built->Key + " built" +
-         (Directory.empty() ? std::string(" (in memory)") : " into " + Directory);
-  return std::shared_ptr<const Preamble>(std::move(*Parsed));
+  removeOldEntries();
+  Note = "preamble " + Built->Key + " built into " + Directory;
+  return Built;
 }
 
 void PreambleCache::removeOldEntries() {

@@ -36,7 +36,8 @@ struct PreambleDependency {
 /// One built preamble: the PCH, the file clang built it from, and what it depends on.
 struct Preamble {
   std::string Key;
-  /// The whole cache entry (mapped from disk, or read into memory); Pch points into it.
+  /// The entry's bytes (mapped from disk, or read into memory): the whole entry when it was
+  /// loaded, the PCH alone when this process built it; Pch points into it.
   std::unique_ptr<llvm::MemoryBuffer> Storage;
   llvm::StringRef Pch;
   /// The (virtual) main file the PCH was built from and its text: clang looks it up when it
