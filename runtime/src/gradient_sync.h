@@ -72,7 +72,8 @@ private:
     /// The compressed copy of `flat` that is summed instead of it (undefined: no compression).
     torch::Tensor wire;
     std::vector<size_t> slots;
-    int64_t flags_offset = 0; ///< where the per-parameter "has a gradient" flags start
+    int64_t flags_offset = 0;    ///< where the per-parameter "has a gradient" flags start
+    bool in_shared_area = false; ///< `flat` lies in areas_ and is summed there
     size_t pending = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
@@ -92,6 +93,8 @@ private:
   std::shared_ptr<ProcessGroup> group_;
   Limits limits_;
   std::optional<c10::ScalarType> wire_dtype_;
+  /// The shared-memory areas the buckets live in (null: private memory).
+  std::shared_ptr<SharedMemoryAllreduce> areas_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   // Keeps autograd's accumulator nodes alive; the parameter holds them only weakly.

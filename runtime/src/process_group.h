@@ -46,10 +46,15 @@ public:
   const std::string &shared_memory_unused_because() const { return shared_memory_unused_; }
   /// Which path CPU gradient sums take, in words: "shared memory", or the backend and why not.
   std::string gradient_transport() const;
+  /// Memory for CPU gradient buckets that every process maps, one area of `bytes` each, so
+  /// that they are summed where they lie (SharedMemoryAllreduce::sum_in_place). Collective:
+  /// every process calls it, with the same size, in the same order. Null without shared memory
+  /// or when /dev/shm has no room for it (the buckets then stay in private memory).
+  std::shared_ptr<SharedMemoryAllreduce> shared_bucket_areas(size_t bytes);
 
   // Collectives. `what` names the collective in errors. The group picks the transport, as
-  // ProcessGroupNCCL hides its intra-node path: CPU sums go through shared memory when the
-  // group has it, everything else through the backend (Gloo or NCCL).
+  // ProcessGroupNCCL hides its intra-node path: CPU sums and broadcasts go through shared
+  // memory when the group has it, everything else through the backend (Gloo or NCCL).
 
   /// Starts replacing `tensor` by its sum over the processes. Returns the work to wait for, or
   /// null when the sum is already done (shared memory sums at once: on the CPU it is memory
@@ -81,6 +86,7 @@ private:
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::unique_ptr<SharedMemoryAllreduce> shared_memory_;
   std::string shared_memory_unused_;
+  int bucket_areas_made_ = 0; ///< names each segment's keys in the store
 };
 
 /// "12.5 s", for error messages.

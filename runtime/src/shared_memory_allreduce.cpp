@@ -19,6 +19,7 @@
 #ifdef __linux__
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -34,6 +35,7 @@ struct alignas(64) SharedMemoryAllreduce::RankState {
   std::atomic<uint32_t> phase;
   std::atomic<uint32_t> waiters;     ///< processes sleeping on `phase`: only then is a wake needed
   std::atomic<uint64_t> total_bytes; ///< the size of the tensor being summed, checked by all
+  std::atomic<uint64_t> area_offset; ///< sum_in_place: where in the area it lies, checked too
 };
 
 namespace {
@@ -220,9 +222,24 @@ SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store
                                                               std::chrono::milliseconds timeout,
                                                               const std::string &refusal,
                                                               size_t piece_bytes) {
+  return connect(store, rank, size, timeout, refusal, piece_bytes, /*result_area=*/true);
+}
+
+SharedMemoryAllreduce::Verdict
+SharedMemoryAllreduce::connect_areas(c10d::Store &store, int rank, int size,
+                                     std::chrono::milliseconds timeout, size_t area_bytes) {
+  return connect(store, rank, size, timeout, "", (area_bytes + 63) / 64 * 64,
+                 /*result_area=*/false);
+}
+
+SharedMemoryAllreduce::Verdict
+SharedMemoryAllreduce::connect(c10d::Store &store, int rank, int size,
+                               std::chrono::milliseconds timeout, const std::string &refusal,
+                               size_t piece_bytes, bool result_area) {
   Verdict verdict;
 #ifndef __linux__
-  (void)store, (void)rank, (void)size, (void)timeout, (void)refusal, (void)piece_bytes;
+  (void)store, (void)rank, (void)size, (void)timeout, (void)refusal, (void)piece_bytes,
+      (void)result_area;
   verdict.why_not = "shared-memory all-reduce is implemented for Linux only";
   return verdict;
 #else
@@ -235,7 +252,8 @@ SharedMemoryAllreduce::Verdict SharedMemoryAllreduce::connect(c10d::Store &store
   self->size_ = size;
   self->timeout_ = timeout;
   self->piece_bytes_ = piece_bytes != 0 ? piece_bytes / 64 * 64 : default_piece_bytes(size);
-  self->mapping_bytes_ = data_offset(size) + static_cast<size_t>(size + 1) * self->piece_bytes_;
+  const size_t areas = static_cast<size_t>(size) + (result_area ? 1 : 0);
+  self->mapping_bytes_ = data_offset(size) + areas * self->piece_bytes_;
 
   // 1. Who is willing, and who runs where.
   store.set(key("refusal", rank), "-" + refusal);
@@ -346,33 +364,103 @@ std::byte *SharedMemoryAllreduce::input(int rank) const {
 
 std::byte *SharedMemoryAllreduce::result() const { return input(size_); }
 
-void SharedMemoryAllreduce::sum(const at::Tensor &tensor) {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::byte *SharedMemoryAllreduce::begin_collective(const at::Tensor &tensor) {
   if (broken_) {
     throw std::runtime_error("shared-memory all-reduce: an earlier one failed on this process");
   }
   if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
     throw std::invalid_argument("shared-memory all-reduce: needs a contiguous CPU tensor");
   }
-  auto *data = static_cast<std::byte *>(tensor.data_ptr());
   const size_t bytes = tensor.numel() * tensor.element_size();
   state(rank_).total_bytes.store(bytes, std::memory_order_relaxed); // published with the phase
+  state(rank_).area_offset.store(0, std::memory_order_relaxed);
+  return static_cast<std::byte *>(tensor.data_ptr());
+}
+
+void SharedMemoryAllreduce::sum(const at::Tensor &tensor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto *data = begin_collective(tensor);
+  const size_t bytes = tensor.numel() * tensor.element_size();
   for (size_t done = 0; done < bytes; done += piece_bytes_) {
     sum_piece(data + done, std::min(piece_bytes_, bytes - done), tensor);
   }
 }
 
+void SharedMemoryAllreduce::broadcast(const at::Tensor &tensor, int root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (root < 0 || root >= size_) {
+    throw std::invalid_argument("shared-memory broadcast: no process " + std::to_string(root));
+  }
+  auto *data = begin_collective(tensor);
+  const size_t bytes = tensor.numel() * tensor.element_size();
+  for (size_t done = 0; done < bytes; done += piece_bytes_) {
+    broadcast_piece(data + done, std::min(piece_bytes_, bytes - done), root);
+  }
+}
+
 void SharedMemoryAllreduce::check_sizes_match() {
   const uint64_t mine = state(rank_).total_bytes.load(std::memory_order_relaxed);
+  const uint64_t my_offset = state(rank_).area_offset.load(std::memory_order_relaxed);
   for (int peer = 0; peer < size_; ++peer) {
     const uint64_t theirs = state(peer).total_bytes.load(std::memory_order_relaxed);
+    const uint64_t their_offset = state(peer).area_offset.load(std::memory_order_relaxed);
+    // Summing would mix unrelated memory: the processes' models differ.
+    const std::string model_hint = " (do all processes build the same model?)";
     if (theirs != mine) {
-      // Summing would mix unrelated memory: the processes' models differ.
       fail("process " + std::to_string(peer) + " sums " + std::to_string(theirs) +
            " bytes where process " + std::to_string(rank_) + " sums " + std::to_string(mine) +
-           " bytes (do all processes build the same model?)");
+           " bytes" + model_hint);
+    }
+    if (their_offset != my_offset) {
+      fail("process " + std::to_string(peer) + " sums at byte " + std::to_string(their_offset) +
+           " of its area where process " + std::to_string(rank_) + " sums at byte " +
+           std::to_string(my_offset) + model_hint);
     }
   }
+}
+
+void SharedMemoryAllreduce::sum_in_place(const at::Tensor &tensor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto *data = begin_collective(tensor);
+  const size_t bytes = tensor.numel() * tensor.element_size();
+  const std::byte *own = own_area();
+  if (bytes != 0 && (data < own || data + bytes > own + piece_bytes_)) {
+    throw std::invalid_argument("shared-memory all-reduce: the tensor is not in this process's "
+                                "area of the segment");
+  }
+  // (An empty tensor has no data pointer; it still takes its round, as on every process.)
+  const auto offset = bytes == 0 ? size_t{0} : static_cast<size_t>(data - own);
+  state(rank_).area_offset.store(offset, std::memory_order_relaxed); // published with the phase
+  // sum_piece's two barriers, with the areas themselves as inputs and outputs: after the first,
+  // every area holds its process's values; process r then owns part r of every area until
+  // the second (nobody else reads or writes it), and after it every area holds the sums.
+  ++round_;
+  const uint32_t inputs_ready = 2 * round_ - 1;
+  const uint32_t sums_ready = 2 * round_;
+  publish(inputs_ready);
+  test_fault_point("all-reduce");
+  wait_for_all(inputs_ready);
+  check_sizes_match();
+
+  const auto element = static_cast<size_t>(tensor.element_size());
+  const auto elements = static_cast<int64_t>(bytes / element);
+  const int64_t begin = elements * rank_ / size_;
+  const int64_t end = elements * (rank_ + 1) / size_;
+  if (end > begin) {
+    const auto options = tensor.options();
+    const auto part = [&](int peer) {
+      return at::from_blob(input(peer) + offset + begin * element, {end - begin}, options);
+    };
+    auto sum = part(0);
+    for (int peer = 1; peer < size_; ++peer) {
+      sum.add_(part(peer)); // in rank order, as sum() adds
+    }
+    for (int peer = 1; peer < size_; ++peer) {
+      part(peer).copy_(sum);
+    }
+  }
+  publish(sums_ready);
+  wait_for_all(sums_ready);
 }
 
 void SharedMemoryAllreduce::sum_piece(std::byte *data, size_t bytes, const at::Tensor &like) {
@@ -411,6 +499,27 @@ void SharedMemoryAllreduce::sum_piece(std::byte *data, size_t bytes, const at::T
   std::memcpy(data, result(), bytes);
 }
 
+void SharedMemoryAllreduce::broadcast_piece(std::byte *data, size_t bytes, int root) {
+  // The rounds of sum_piece, through the root's input area: the root copies its piece in, the
+  // others copy it out once it is there, and the second barrier keeps the root from writing
+  // its next piece (or its next sum's) before everyone has read this one.
+  ++round_;
+  const uint32_t piece_ready = 2 * round_ - 1;
+  const uint32_t piece_read = 2 * round_;
+
+  if (rank_ == root) {
+    std::memcpy(input(root), data, bytes);
+  }
+  publish(piece_ready);
+  wait_for_all(piece_ready);
+  check_sizes_match();
+  if (rank_ != root) {
+    std::memcpy(data, input(root), bytes);
+  }
+  publish(piece_read);
+  wait_for_all(piece_read);
+}
+
 void SharedMemoryAllreduce::publish(uint32_t phase) {
   auto &mine = state(rank_);
   mine.phase.store(phase, std::memory_order_seq_cst);
@@ -433,15 +542,30 @@ void SharedMemoryAllreduce::wait_for_all(uint32_t phase) {
 
 void SharedMemoryAllreduce::wait_for(int peer, uint32_t phase) {
   auto &theirs = state(peer);
-  // Peers usually arrive within microseconds: spin briefly before sleeping in the kernel.
+  // At the second barrier the peer arrives within microseconds: spin. At the first, it is
+  // one training step's jitter away, tens of microseconds to a millisecond or two: keep
+  // polling, but give the core to anything else runnable on it (another program; a peer
+  // sharing this core) at every poll. Sleeping in the kernel is what costs here: the idle
+  // core halts, and waking it is slower than the wait was (on a 2-vCPU VM the shipped
+  // 50 µs spin then futex cost a quarter of the MLP benchmark's 2-process throughput).
+  // Only a longer wait (a peer evaluating, checkpointing, loading) sleeps on the futex.
   const auto start = std::chrono::steady_clock::now();
   const auto spin_until = start + std::chrono::microseconds(50);
+  const auto poll_until = start + std::chrono::milliseconds(2);
   for (int i = 0;; ++i) {
     if (reached(theirs.phase.load(std::memory_order_acquire), phase)) {
       return;
     }
-    if (i % 64 == 63 && std::chrono::steady_clock::now() > spin_until) {
-      break;
+    if (i % 64 == 63) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now > poll_until) {
+        break;
+      }
+      if (now > spin_until) {
+#ifdef __linux__
+        ::sched_yield();
+#endif
+      }
     }
     cpu_relax();
   }

@@ -35,6 +35,10 @@ public:
   /// carries.
   static Verdict connect(c10d::Store &store, int rank, int size, std::chrono::milliseconds timeout,
                          const std::string &refusal, size_t piece_bytes = 0);
+  /// A segment for sum_in_place only: one area of `area_bytes` per process, no result area.
+  /// Every process calls it, in the same order as its other collectives, with the same size.
+  static Verdict connect_areas(c10d::Store &store, int rank, int size,
+                               std::chrono::milliseconds timeout, size_t area_bytes);
   ~SharedMemoryAllreduce();
   SharedMemoryAllreduce(const SharedMemoryAllreduce &) = delete;
   SharedMemoryAllreduce &operator=(const SharedMemoryAllreduce &) = delete;
@@ -44,6 +48,18 @@ public:
   /// contributed. Throws std::runtime_error when a peer exits first or the timeout passes; the
   /// object is unusable after that.
   void sum(const at::Tensor &tensor);
+  /// Replaces `tensor` (CPU, contiguous, any dtype) by process `root`'s, byte for byte. Every
+  /// process calls it with a tensor of the same size, in the same order as its sums; it fails
+  /// as sum() does.
+  void broadcast(const at::Tensor &tensor, int root);
+  /// This process's area, piece_bytes() long. A tensor placed there (a gradient bucket) is
+  /// summed by sum_in_place without being copied in or out.
+  std::byte *own_area() const { return input(rank_); }
+  /// Replaces `tensor`, which lies in own_area() at the same offset on every process, by its
+  /// sum over the processes, in every process's area at once: process r adds up part r of all
+  /// areas (in rank order, so every process gets the same bits) and writes it into each. One
+  /// round, two barriers, no copy in or out. Fails as sum() does.
+  void sum_in_place(const at::Tensor &tensor);
 
   size_t piece_bytes() const { return piece_bytes_; }
   /// The name the segment had in /dev/shm (removed there once every rank had mapped it).
@@ -53,6 +69,9 @@ private:
   struct RankState;
   SharedMemoryAllreduce() = default;
   void sum_piece(std::byte *data, size_t bytes, const at::Tensor &like);
+  void broadcast_piece(std::byte *data, size_t bytes, int root);
+  /// The checks every collective starts with; returns the tensor's data.
+  std::byte *begin_collective(const at::Tensor &tensor);
   void check_sizes_match();
   void publish(uint32_t phase);
   void wait_for_all(uint32_t phase);
@@ -61,6 +80,9 @@ private:
   RankState &state(int rank) const;
   std::byte *input(int rank) const;
   std::byte *result() const;
+
+  static Verdict connect(c10d::Store &store, int rank, int size, std::chrono::milliseconds timeout,
+                         const std::string &refusal, size_t piece_bytes, bool result_area);
 
   int rank_ = 0;
   int size_ = 1;

@@ -12,7 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <unistd.h>
 
 namespace {
@@ -181,6 +185,141 @@ TEST(SharedMemory, TheGroupsSumOfCpuTensorsGoesThroughIt) {
       EXPECT_NE(what.find("sums 40 bytes"), std::string::npos) << what;
       EXPECT_NE(what.find("sums 48 bytes"), std::string::npos) << what;
     }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Broadcasts of CPU tensors take the segment too (a loader broadcasts every epoch's order):
+// byte for byte from any root, over several pieces, between sums, through the group.
+TEST(SharedMemory, BroadcastsFromAnyRootBetweenSums) {
+  auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    ASSERT_NE(group->shared_memory(), nullptr) << group->shared_memory_unused_because();
+    c10d::PrefixStore store("test/shm-broadcast",
+                            c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
+    auto verdict = SharedMemoryAllreduce::connect(store, peer.rank, 3, 30s, "", 4096);
+    ASSERT_TRUE(verdict.allreduce) << verdict.why_not;
+    auto &shm = verdict.allreduce;
+    for (int root = 0; root < 3; ++root) {
+      for (auto dtype : {torch::kFloat, torch::kLong, torch::kBool, torch::kHalf}) {
+        // Empty, one element, one piece exactly, 2.5 pieces.
+        const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+        for (int64_t numel : std::vector<int64_t>{0, 1, 4096 / element, 10240 / element}) {
+          // NaNs and negative zeros travel as they are: a copy of bits, not a sum.
+          auto mine = contribution(peer.rank, numel, torch::kFloat);
+          if (numel > 1) {
+            mine[0] = std::numeric_limits<float>::quiet_NaN();
+            mine[1] = -0.0f;
+          }
+          mine = dtype == torch::kBool ? mine.gt(0) : mine.to(dtype);
+          auto expected = contribution(root, numel, torch::kFloat);
+          if (numel > 1) {
+            expected[0] = std::numeric_limits<float>::quiet_NaN();
+            expected[1] = -0.0f;
+          }
+          expected = dtype == torch::kBool ? expected.gt(0) : expected.to(dtype);
+          shm->broadcast(mine, root);
+          ASSERT_EQ(mine.numel(), expected.numel());
+          // (An empty tensor has no data pointer to compare.)
+          EXPECT_TRUE(numel == 0 ||
+                      std::memcmp(mine.data_ptr(), expected.data_ptr(), numel * element) == 0)
+              << c10::toString(dtype) << " numel " << numel << " from " << root << " on "
+              << peer.rank;
+          // A sum right after: the rounds of both kinds stay in step.
+          auto one = torch::ones({5000}, torch::kDouble);
+          shm->sum(one);
+          EXPECT_TRUE(torch::equal(one, torch::full({5000}, 3.0)));
+        }
+      }
+    }
+    // Through the group, not contiguous: a transposed view, written back in place.
+    auto view = (torch::arange(6, torch::kFloat).reshape({2, 3}) * (peer.rank + 1)).t();
+    group->broadcast(view, 2, "broadcast of a transposed tensor");
+    EXPECT_TRUE(torch::equal(view, (torch::arange(6, torch::kFloat).reshape({2, 3}) * 3).t()));
+    // Only the shared-memory path compares sizes: this error proves the route.
+    auto uneven = torch::ones({peer.rank == 0 ? 10 : 12});
+    try {
+      group->broadcast(uneven, 0, "uneven broadcast");
+      ADD_FAILURE() << "broadcasts of different sizes must fail";
+    } catch (const std::runtime_error &error) {
+      EXPECT_NE(std::string(error.what()).find("accelerate: uneven broadcast failed on rank"),
+                std::string::npos)
+          << error.what();
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Gradient buckets live in areas every process maps and are summed where they lie: every
+// area ends up holding the sum, bit for bit what sum() gives, and nothing around the tensor
+// is touched.
+TEST(SharedMemory, SumsInPlaceInEveryProcesssArea) {
+  auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
+    auto group = connect();
+    c10d::PrefixStore store("test/shm-areas",
+                            c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group->store()));
+    auto verdict = SharedMemoryAllreduce::connect_areas(store, peer.rank, 3, 30s, 100000);
+    ASSERT_TRUE(verdict.allreduce) << verdict.why_not;
+    auto &areas = verdict.allreduce;
+    EXPECT_GE(areas->piece_bytes(), 100000u);
+    for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kLong}) {
+      const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+      // Empty, fewer elements than processes, odd, and most of the area; at an offset.
+      for (int64_t numel : std::vector<int64_t>{0, 2, 1001, 90000 / element}) {
+        const int64_t offset = 64;
+        auto whole = torch::from_blob(areas->own_area(), {100000 / element},
+                                      torch::TensorOptions().dtype(dtype));
+        whole.fill_(7);
+        auto tensor = whole.narrow(0, offset / element, numel);
+        tensor.copy_(contribution(peer.rank, numel, dtype));
+        auto expected = contribution(0, numel, dtype) + contribution(1, numel, dtype);
+        expected += contribution(2, numel, dtype);
+        areas->sum_in_place(tensor);
+        EXPECT_TRUE(torch::equal(tensor, expected))
+            << c10::toString(dtype) << " numel " << numel << " on rank " << peer.rank;
+        EXPECT_TRUE(torch::equal(whole.narrow(0, 0, offset / element),
+                                 torch::full({offset / element}, 7, dtype)));
+        const int64_t after = offset / element + numel;
+        EXPECT_TRUE(torch::equal(whole.narrow(0, after, whole.numel() - after),
+                                 torch::full({whole.numel() - after}, 7, dtype)));
+        group->barrier(); // nobody refills its area while another still reads it
+      }
+    }
+    // A tensor outside the area is refused before any process waits for it.
+    auto outside = torch::ones({4});
+    EXPECT_THROW(areas->sum_in_place(outside), std::invalid_argument);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// A prepared model's gradients are the sum's own memory: after backward .grad lies in this
+// process's area of the bucket segment (no copy back), and every process holds the average.
+TEST(SharedMemory, GradientsLiveInTheSharedAreas) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator;
+    torch::manual_seed(0);
+    torch::nn::Linear model(300, 200);
+    accelerator.prepare(model);
+    // Rank r's loss is (r + 1) * sum(output): the average gradient is 1.5 times rank 0's.
+    auto input = torch::ones({3, 300});
+    accelerator.backward(model->forward(input).sum() * (peer.rank + 1));
+    const auto &grad = model->weight.grad();
+    EXPECT_TRUE(torch::allclose(grad, torch::full({200, 300}, 3.0 * 1.5)));
+    // The grad's memory is in a shared mapping, not in this process's private heap.
+    std::ifstream maps("/proc/self/maps");
+    const auto address = reinterpret_cast<uintptr_t>(grad.data_ptr());
+    bool shared = false;
+    for (std::string line; std::getline(maps, line);) {
+      uintptr_t begin = 0, end = 0;
+      char dash = 0;
+      std::string permissions;
+      std::istringstream fields(line);
+      fields >> std::hex >> begin >> dash >> end >> permissions;
+      if (address >= begin && address < end) {
+        shared = permissions.size() == 4 && permissions[3] == 's';
+      }
+    }
+    EXPECT_TRUE(shared) << "the gradient is not in a shared mapping";
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
