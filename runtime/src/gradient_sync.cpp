@@ -205,13 +205,18 @@ void GradientSync::copy_into_bucket(Slot &slot, bool reached) {
   // A gradient put in place by prepare_backward that autograd never reached is no gradient.
   const bool has_gradient = grad.defined() && (reached || !slot.preassigned);
   // Averaged as it goes in: pre-divided by the world size (as DDP does, to keep sums in range)
-  // in the same pass as the copy.
-  const double scale = 1.0 / group_->size();
+  // in the same pass as the copy. A bucket in the shared areas is divided by its sum instead,
+  // in the pass that writes the sum: one pass over the gradients less.
+  const double scale = bucket.in_shared_area ? 1.0 : 1.0 / group_->size();
   if (!has_gradient) {
     view.zero_();
   } else if (!lives_in_bucket(grad, slot)) {
-    at::mul_out(view, grad.reshape({-1}), scale);
-  } else {
+    if (scale == 1.0) {
+      view.copy_(grad.reshape({-1}));
+    } else {
+      at::mul_out(view, grad.reshape({-1}), scale);
+    }
+  } else if (scale != 1.0) {
     view.mul_(scale); // accumulated in place: the part prepare_backward put in .grad
   }
   bucket.flat[bucket.flags_offset + slot.position].fill_(has_gradient ? 1.0 : 0.0);
@@ -246,7 +251,7 @@ void GradientSync::launch_ready_buckets() {
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
     if (bucket.in_shared_area) {
       try {
-        areas_->sum_in_place(bucket.flat);
+        areas_->sum_in_place(bucket.flat, 1.0 / group_->size()); // the average
       } catch (const std::exception &error) {
         throw group_->failure(bucket_text(next_bucket_to_launch_), error);
       }

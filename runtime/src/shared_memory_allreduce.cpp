@@ -419,7 +419,7 @@ void SharedMemoryAllreduce::check_sizes_match() {
   }
 }
 
-void SharedMemoryAllreduce::sum_in_place(const at::Tensor &tensor) {
+void SharedMemoryAllreduce::sum_in_place(const at::Tensor &tensor, double scale) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto *data = begin_collective(tensor);
   const size_t bytes = tensor.numel() * tensor.element_size();
@@ -454,6 +454,9 @@ void SharedMemoryAllreduce::sum_in_place(const at::Tensor &tensor) {
     auto sum = part(0);
     for (int peer = 1; peer < size_; ++peer) {
       sum.add_(part(peer)); // in rank order, as sum() adds
+    }
+    if (scale != 1.0) {
+      sum.mul_(scale); // while the part is still in this core's caches
     }
     for (int peer = 1; peer < size_; ++peer) {
       part(peer).copy_(sum);

@@ -58,8 +58,9 @@ public:
   /// Replaces `tensor`, which lies in own_area() at the same offset on every process, by its
   /// sum over the processes, in every process's area at once: process r adds up part r of all
   /// areas (in rank order, so every process gets the same bits) and writes it into each. One
-  /// round, two barriers, no copy in or out. Fails as sum() does.
-  void sum_in_place(const at::Tensor &tensor);
+  /// round, two barriers, no copy in or out. With `scale`, the sum is multiplied by it in the
+  /// same round (an average: scale = 1 / processes). Fails as sum() does.
+  void sum_in_place(const at::Tensor &tensor, double scale = 1.0);
 
   size_t piece_bytes() const { return piece_bytes_; }
   /// The name the segment had in /dev/shm (removed there once every rank had mapped it).

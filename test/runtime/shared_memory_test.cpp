@@ -285,6 +285,13 @@ TEST(SharedMemory, SumsInPlaceInEveryProcesssArea) {
         group->barrier(); // nobody refills its area while another still reads it
       }
     }
+    // An average: the sum times the scale, in the same round, the same bits everywhere.
+    auto averaged = torch::from_blob(areas->own_area(), {1000}, torch::kFloat);
+    averaged.copy_(contribution(peer.rank, 1000, torch::kFloat));
+    auto expected = contribution(0, 1000, torch::kFloat) + contribution(1, 1000, torch::kFloat);
+    expected += contribution(2, 1000, torch::kFloat);
+    areas->sum_in_place(averaged, 1.0 / 3);
+    EXPECT_TRUE(torch::equal(averaged, expected * (1.0 / 3)));
     // A tensor outside the area is refused before any process waits for it.
     auto outside = torch::ones({4});
     EXPECT_THROW(areas->sum_in_place(outside), std::invalid_argument);
