@@ -8,6 +8,8 @@ For each model and per-process batch size, the samples per second of `accel_benc
         shared memory), started with torchrun's variables (or `accel launch`, --launcher)
   pair  the ceiling: two independent one-process jobs at once, no sync at all; what two copies
         of the work get from this machine (cores, caches and memory shared). Not a goal.
+  2p1t:NAME  with --variant NAME=VAR=VALUE,...: 2p1t with those environment variables added
+        (e.g. --variant gloo=ACCELERATE_SHARED_MEMORY=false), interleaved with the rest.
 
 efficiency = 2p1t / (2 x 1p1t); the issue's goals: >= 90% for mlp and >= 95% for conv and wide
 at batch 64, and 2p1t > 1p2t for every model at batch 64. Launches are interleaved (the order
@@ -81,11 +83,12 @@ def independent_pair(binary, job, timeout):
             "seconds": max(r["seconds"] for r in results)}
 
 
-def accel_launch(accel, binary, job, timeout):
+def accel_launch(accel, binary, job, timeout, extra_env=None):
     """Two processes started by `accel launch --num_processes 2`; rank 0 prints the result."""
     cmd = [accel, "launch", "--num_processes", "2", binary, *job, "--threads", "1"]
-    done = subprocess.run(cmd, env=run.base_env(1), capture_output=True, text=True,
-                          timeout=timeout)
+    env = run.base_env(1)
+    env.update(extra_env or {})
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n"
                            f"{done.stdout}{done.stderr}")
@@ -125,6 +128,9 @@ def main():
                              "or build/bin/accel launch --num_processes 2")
     parser.add_argument("--accel", default=os.path.join(
         os.environ.get("ACCEL_BUILD_DIR", os.path.join(ROOT, "build")), "bin", "accel"))
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VAR=VALUE,...",
+                        help="also run 2p1t with these environment variables, as mode "
+                             "2p1t:NAME (repeatable)")
     parser.add_argument("--json", help="also write every result to this file")
     parser.add_argument("--quiet-threshold", type=float, default=0.15,
                         help="before each launch wait until at most this fraction of the CPU "
@@ -135,7 +141,15 @@ def main():
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"scaling.py: no {args.binary}: build it with bench/run.sh (or --binary)")
     modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - set(MODES)
+    variants = {}
+    for spec in args.variant:
+        name, _, assignments = spec.partition("=")
+        pairs = [a.partition("=") for a in assignments.split(",") if a]
+        if not name or not pairs or any(not eq for _, eq, _ in pairs):
+            sys.exit(f"scaling.py: --variant {spec!r} is not NAME=VAR=VALUE,...")
+        variants[f"2p1t:{name}"] = {k: v for k, _, v in pairs}
+        modes.append(f"2p1t:{name}")
+    unknown = set(modes) - set(MODES) - set(variants)
     if unknown:
         sys.exit(f"scaling.py: unknown modes {sorted(unknown)} (of {', '.join(MODES)})")
     configs = [(m, int(b)) for m in args.models.split(",") for b in args.batches.split(",")]
@@ -158,9 +172,9 @@ def main():
 
         def two_processes():
             if args.launcher == "accel":
-                result = accel_launch(args.accel, args.binary, job, timeout)
+                result = accel_launch(args.accel, args.binary, job, timeout, variants.get(mode))
             else:
-                result = run.run_cpp_job(args.binary, job, 2, 1, timeout)
+                result = run.run_cpp_job(args.binary, job, 2, 1, timeout, variants.get(mode))
             result["samples_per_s"] = rate(result)
             return result
         return two_processes
@@ -197,6 +211,9 @@ def main():
                 [x / 2 for x in per_rep("2p1t", "1p1t")])
         if "pair" in med and "1p1t" in med:
             row["pair_efficiency"] = med["pair"] / (2 * med["1p1t"])
+        for v in variants:
+            if "1p1t" in med:
+                row["efficiency_" + v] = med[v] / (2 * med["1p1t"])
         if "2p1t" in med and "pair" in med:
             row["2p1t_vs_pair"] = med["2p1t"] / med["pair"]
         if "2p1t" in med and "1p2t" in med:
@@ -208,7 +225,7 @@ def main():
     num = lambda x: "-" if x is None else f"{x:,.0f}"
     ratio = lambda x: "-" if x is None else f"{x:.2f}x"
     head = ["model", "B", "1p1t", "1p2t", "2p1t", "pair", "efficiency", "2p1t/1p2t",
-            "pair eff.", "2p1t/pair"]
+            "pair eff.", "2p1t/pair", *variants]
     table = []
     for config in configs:
         row = summary[f"{config[0]}/{config[1]}"]
@@ -216,7 +233,9 @@ def main():
         table.append([config[0], str(config[1]), num(med.get("1p1t")), num(med.get("1p2t")),
                       num(med.get("2p1t")), num(med.get("pair")), pct(row.get("efficiency")),
                       ratio(row.get("2p1t_vs_1p2t")), pct(row.get("pair_efficiency")),
-                      pct(row.get("2p1t_vs_pair"))])
+                      pct(row.get("2p1t_vs_pair")),
+                      *(f"{num(med.get(v))} ({pct(row.get('efficiency_' + v))})"
+                        for v in variants)])
     widths = [max(len(r[i]) for r in table + [head]) for i in range(len(head))]
     line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
     print("\nsamples/s of the whole job (medians over", args.reps, "interleaved launches)")
@@ -249,6 +268,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": info, "command": " ".join(sys.argv), "seconds": seconds,
+                       "variants": variants,
                        "steps": {f"{m}/{b}": STEPS[(m, b)] for m, b in configs},
                        "scale": args.scale, "summary": summary,
                        "goals": [{"goal": n, "measured": v, "target": g, "met": m}
