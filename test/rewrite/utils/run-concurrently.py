@@ -2,7 +2,7 @@
 
     %run-concurrently COMMAND [ARG...] --- COMMAND [ARG...] [--- ...]
 
-lit's shell has no `&`; preamble-cache.test races two accel-rewrite runs on an empty cache.
+lit's shell has no `&`; preamble-cache-damage.test races two accel-rewrite runs on an empty cache.
 Each command's output passes through.
 """
 import subprocess
