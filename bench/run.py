@@ -103,6 +103,21 @@ def json_line(text, what):
     raise RuntimeError(f"{what}: no result line in its output:\n{text}")
 
 
+def wait_all(workers, timeout):
+    """Each worker's output, in order; whatever still runs when one times out (or on any
+    other error) is killed, so that no process outlives the benchmark."""
+    outputs = []
+    try:
+        for w in workers:
+            outputs.append(w.communicate(timeout=timeout)[0])
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+    return outputs
+
+
 def run_cpp_job(binary, args, processes, threads, timeout, extra_env=None):
     """Starts `processes` copies with torchrun's variables (there is no `accel launch` yet)."""
     port = free_port()
@@ -116,15 +131,7 @@ def run_cpp_job(binary, args, processes, threads, timeout, extra_env=None):
         workers.append(subprocess.Popen([binary, *args, "--threads", str(threads)], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True))
-    outputs = []
-    try:
-        for w in workers:
-            outputs.append(w.communicate(timeout=timeout)[0])
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
+    outputs = wait_all(workers, timeout)
     for rank, (w, out) in enumerate(zip(workers, outputs)):
         if w.returncode != 0:
             raise RuntimeError(f"accel_bench {' '.join(args)}: rank {rank} exited "

@@ -29,7 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import run  # noqa: E402  (bench/run.py: QuietWaiter, measured, base_env, run_cpp_job)
+import run  # noqa: E402  (bench/run.py: QuietWaiter, measured, base_env, run_cpp_job, wait_all)
 
 ROOT = run.ROOT
 MODES = ("1p1t", "1p2t", "2p1t", "pair")
@@ -65,15 +65,7 @@ def independent_pair(binary, job, timeout):
     workers = [subprocess.Popen([binary, *job, "--threads", "1"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                for _ in range(2)]
-    outputs = []
-    try:
-        for w in workers:
-            outputs.append(w.communicate(timeout=timeout)[0])
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
+    outputs = run.wait_all(workers, timeout)
     results = []
     for w, out in zip(workers, outputs):
         if w.returncode != 0:
