@@ -11,12 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -299,34 +301,61 @@ TEST(SharedMemory, SumsInPlaceInEveryProcesssArea) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+// Whether `address` lies in a shared mapping of this process (a segment), not private memory.
+bool in_shared_mapping(const void *address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto where = reinterpret_cast<uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::string permissions;
+    std::istringstream fields(line);
+    fields >> std::hex >> begin >> dash >> end >> permissions;
+    if (where >= begin && where < end) {
+      return permissions.size() == 4 && permissions[3] == 's';
+    }
+  }
+  return false;
+}
+
+// Rank r's loss is (r + 1) * sum(output) on an input of ones (batch 3): every weight's average
+// gradient is 3 * (1 + 2) / 2.
+void expect_averaged_gradients(accelerate::Accelerator &accelerator, torch::nn::Linear &model,
+                               int rank) {
+  auto input = torch::ones({3, model->options.in_features()});
+  accelerator.backward(model->forward(input).sum() * (rank + 1));
+  EXPECT_TRUE(torch::allclose(model->weight.grad(), torch::full_like(model->weight, 4.5)));
+}
+
 // A prepared model's gradients are the sum's own memory: after backward .grad lies in this
 // process's area of the bucket segment (no copy back), and every process holds the average.
 TEST(SharedMemory, GradientsLiveInTheSharedAreas) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;
-    torch::manual_seed(0);
     torch::nn::Linear model(300, 200);
     accelerator.prepare(model);
-    // Rank r's loss is (r + 1) * sum(output): the average gradient is 1.5 times rank 0's.
-    auto input = torch::ones({3, 300});
-    accelerator.backward(model->forward(input).sum() * (peer.rank + 1));
-    const auto &grad = model->weight.grad();
-    EXPECT_TRUE(torch::allclose(grad, torch::full({200, 300}, 3.0 * 1.5)));
-    // The grad's memory is in a shared mapping, not in this process's private heap.
-    std::ifstream maps("/proc/self/maps");
-    const auto address = reinterpret_cast<uintptr_t>(grad.data_ptr());
-    bool shared = false;
-    for (std::string line; std::getline(maps, line);) {
-      uintptr_t begin = 0, end = 0;
-      char dash = 0;
-      std::string permissions;
-      std::istringstream fields(line);
-      fields >> std::hex >> begin >> dash >> end >> permissions;
-      if (address >= begin && address < end) {
-        shared = permissions.size() == 4 && permissions[3] == 's';
-      }
-    }
-    EXPECT_TRUE(shared) << "the gradient is not in a shared mapping";
+    expect_averaged_gradients(accelerator, model, peer.rank);
+    EXPECT_TRUE(in_shared_mapping(model->weight.grad().data_ptr()))
+        << "the gradient is not in a shared mapping";
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// When /dev/shm cannot hold the bucket areas, the buckets stay in private memory and the
+// gradients are averaged all the same. Here a file-size limit below the areas' size (and above
+// the first segment's) makes the allocation fail for real (EFBIG, SIGXFSZ ignored).
+TEST(SharedMemory, BucketsThatDoNotFitStayPrivateAndStillAverage) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{size_t{20} << 20, size_t{20} << 20};
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    accelerate::Accelerator accelerator;
+    torch::nn::Linear model(2048, 2048); // 16.8 MB of gradients: 33.6 MB of areas
+    accelerator.prepare(model);
+    EXPECT_EQ(accelerator.gradient_transport(), "shared memory");
+    expect_averaged_gradients(accelerator, model, peer.rank);
+    EXPECT_FALSE(in_shared_mapping(model->weight.grad().data_ptr()))
+        << "the areas should not have fit";
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
