@@ -338,8 +338,8 @@ void ProcessGroup::all_reduce(const at::Tensor &tensor, c10d::ReduceOp op,
 }
 
 void ProcessGroup::broadcast(const at::Tensor &tensor, int root, const std::string &what) {
-  // CPU tensors through shared memory, like sums (and for the same reason: a loader's order
-  // of every epoch took two Gloo broadcasts, ~1 ms between processes a few steps apart).
+  // CPU tensors through shared memory, like sums and for the same reason: over Gloo each is a
+  // loopback TCP round trip with thread hand-offs (the loader broadcasts every epoch's order).
   if (shared_memory_ && tensor.is_cpu()) {
     try {
       if (tensor.is_contiguous()) {
