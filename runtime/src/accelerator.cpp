@@ -253,18 +253,7 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
                                             at::autocast::is_autocast_enabled(rt.device.type()));
     // Backward runs in the dtypes autocast chose for the forward pass, not under autocast.
     detail::AutocastOff autocast_off(rt.device.type());
-    for (auto &sync : rt.gradient_syncs) {
-      sync->prepare_backward();
-    }
     // Gradient synchronisation completes inside: autograd runs it when backward ends.
-    struct AfterBackward {
-      detail::Runtime &rt;
-      ~AfterBackward() {
-        for (auto &sync : rt.gradient_syncs) {
-          sync->after_backward();
-        }
-      }
-    } after_backward{rt};
     scaled.backward(gradient, retain_graph, create_graph);
   }
   ++rt.global_step;

@@ -18,6 +18,26 @@ std::string bucket_text(size_t bucket) {
 
 } // namespace
 
+// A parameter's first gradient of a step is written straight into its part of the bucket and
+// handed to autograd in its place, which then adopts that part as .grad. This is one pass over
+// the gradient (a copy), where putting a zeroed .grad in place first costs two (the zeroing,
+// then autograd's in-place add, which also reads the zeros).
+class GradientSync::BucketPlacement : public torch::autograd::FunctionPreHook {
+public:
+  BucketPlacement(std::weak_ptr<GradientSync> sync, size_t slot)
+      : sync_(std::move(sync)), slot_(slot) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override {
+    if (auto sync = sync_.lock()) {
+      return sync->place_in_bucket(slot_, grads);
+    }
+    return grads;
+  }
+
+private:
+  std::weak_ptr<GradientSync> sync_;
+  size_t slot_;
+};
+
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
                                                    Limits limits,
@@ -117,8 +137,11 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
 void GradientSync::install_hooks() {
   std::weak_ptr<GradientSync> weak = shared_from_this();
   for (size_t i = 0; i < slots_.size(); ++i) {
-    // The accumulator node's post hook runs once the gradient is accumulated into .grad.
     auto accumulator = torch::autograd::impl::grad_accumulator(slots_[i].parameter);
+    // Before accumulation: a first gradient is written into the bucket and handed on in its
+    // place, so that autograd adopts the bucket as .grad.
+    accumulator->add_pre_hook(std::make_unique<BucketPlacement>(weak, i));
+    // After accumulation: the gradient is in .grad; its bucket may start.
     accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
         [weak, i](const torch::autograd::variable_list &outputs,
                   const torch::autograd::variable_list & /*inputs*/) {
@@ -168,46 +191,51 @@ torch::Tensor GradientSync::bucket_alias(const Slot &slot) const {
       .set_(flat.storage(), shaped.storage_offset(), shaped.sizes(), shaped.strides());
 }
 
-void GradientSync::prepare_backward() {
+torch::autograd::variable_list
+GradientSync::place_in_bucket(size_t index, const torch::autograd::variable_list &grads) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!enabled_ || in_backward_) {
-    return;
+  auto &slot = slots_[index];
+  // Only a parameter's first gradient of a synchronising step, dense and in its own dtype;
+  // with create_graph autograd keeps its own copy anyway. Anything else is accumulated by
+  // autograd as usual and copied into the bucket when ready.
+  if (!enabled_ || slot.ready || grads.size() != 1 || slot.parameter.grad().defined() ||
+      torch::GradMode::is_enabled()) {
+    return grads;
   }
-  for (auto &slot : slots_) {
-    auto &grad = slot.parameter.mutable_grad();
-    if (!grad.defined()) {
-      buckets_[slot.bucket].flat.narrow(0, slot.offset, slot.numel).zero_();
-      grad = bucket_alias(slot);
-      slot.preassigned = true;
-    }
+  const auto &grad = grads[0];
+  if (!grad.defined() || grad.layout() != c10::kStrided ||
+      grad.scalar_type() != slot.parameter.scalar_type() ||
+      grad.device() != slot.parameter.device() || !grad.sizes().equals(slot.parameter.sizes())) {
+    return grads;
   }
+  auto alias = bucket_alias(slot);
+  const double scale = bucket_scale(buckets_[slot.bucket]);
+  torch::NoGradGuard no_grad;
+  if (scale == 1.0) {
+    alias.copy_(grad);
+  } else {
+    at::mul_out(alias, grad, scale);
+  }
+  slot.scaled = true;
+  // The alias is the only reference to its tensor, so autograd adopts it as .grad (a detached
+  // alias of the bucket) instead of cloning it; the fresh gradient is freed by the caller.
+  return {std::move(alias)};
 }
 
-void GradientSync::after_backward() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (in_backward_) {
-    return; // finalize has not run yet (a backward this sync did not see the end of)
-  }
-  // A backward that reached none of this model's parameters never started a sync: the
-  // gradients put in place for it go, as if it had never been prepared for.
-  for (auto &slot : slots_) {
-    if (slot.preassigned) {
-      slot.parameter.mutable_grad().reset();
-      slot.preassigned = false;
-    }
-  }
-}
-
-void GradientSync::copy_into_bucket(Slot &slot, bool reached) {
-  auto &bucket = buckets_[slot.bucket];
-  auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
-  const auto &grad = slot.parameter.grad();
-  // A gradient put in place by prepare_backward that autograd never reached is no gradient.
-  const bool has_gradient = grad.defined() && (reached || !slot.preassigned);
+double GradientSync::bucket_scale(const Bucket &bucket) const {
   // Averaged as it goes in: pre-divided by the world size (as DDP does, to keep sums in range)
   // in the same pass as the copy. A bucket in the shared areas is divided by its sum instead,
   // in the pass that writes the sum: one pass over the gradients less.
-  const double scale = bucket.in_shared_area ? 1.0 : 1.0 / group_->size();
+  return bucket.in_shared_area ? 1.0 : 1.0 / group_->size();
+}
+
+void GradientSync::copy_into_bucket(Slot &slot) {
+  auto &bucket = buckets_[slot.bucket];
+  auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
+  const auto &grad = slot.parameter.grad();
+  const bool has_gradient = grad.defined();
+  // A gradient place_in_bucket wrote is divided already, also when autograd cloned it.
+  const double scale = std::exchange(slot.scaled, false) ? 1.0 : bucket_scale(bucket);
   if (!has_gradient) {
     view.zero_();
   } else if (!lives_in_bucket(grad, slot)) {
@@ -217,7 +245,7 @@ void GradientSync::copy_into_bucket(Slot &slot, bool reached) {
       at::mul_out(view, grad.reshape({-1}), scale);
     }
   } else if (scale != 1.0) {
-    view.mul_(scale); // accumulated in place: the part prepare_backward put in .grad
+    view.mul_(scale); // accumulated in place into the average of an earlier step
   }
   bucket.flat[bucket.flags_offset + slot.position].fill_(has_gradient ? 1.0 : 0.0);
   slot.ready = true;
@@ -236,7 +264,7 @@ void GradientSync::on_gradient_ready(size_t index) {
     return;
   }
   events_.push_back({Event::GradientReady, index});
-  copy_into_bucket(slots_[index], /*reached=*/true);
+  copy_into_bucket(slots_[index]);
   launch_ready_buckets();
 }
 
@@ -272,7 +300,7 @@ void GradientSync::finalize() {
   // Parameters autograd never reached in this step still take part, with what they have.
   for (auto &slot : slots_) {
     if (!slot.ready) {
-      copy_into_bucket(slot, /*reached=*/false);
+      copy_into_bucket(slot);
     }
   }
   launch_ready_buckets();
@@ -294,12 +322,8 @@ void GradientSync::finalize() {
     for (size_t index : bucket.slots) {
       auto &slot = slots_[index];
       slot.ready = false;
-      const bool preassigned = std::exchange(slot.preassigned, false);
       if (!used[slot.position]) {
-        if (preassigned) {
-          slot.parameter.mutable_grad().reset(); // no process used it: no gradient, as before
-        }
-        continue;
+        continue; // no process used it: .grad stays as it was (undefined), as in one process
       }
       // The average becomes the gradient where it lies, in the bucket: no copy back (for a
       // 21 MB model, one memcpy a step). The tensor shares the bucket's storage without being an

@@ -1,7 +1,8 @@
 // DDP-grade gradient synchronisation for one model: gradients are packed into buckets as
-// autograd produces them, each full bucket's all-reduce starts at once (while backward still
+// autograd produces them (a first gradient is written straight into its bucket, which autograd
+// then adopts as .grad), each full bucket's all-reduce starts at once (while backward still
 // runs), and everything is waited for when backward ends; the averages stay in the buckets,
-// which .grad then shares. With a wire dtype (Options::comm_hook) each bucket is summed in a
+// which .grad shares. With a wire dtype (Options::comm_hook) each bucket is summed in a
 // 16-bit copy of itself and widened back, as DDP's fp16/bf16 compression hooks do.
 #pragma once
 
@@ -38,13 +39,6 @@ public:
                                               Limits limits,
                                               std::optional<c10::ScalarType> wire_dtype = {});
 
-  /// Before a backward that synchronises (Accelerator::backward): parameters without a
-  /// gradient get their part of the bucket, zeroed, as .grad, so that autograd accumulates
-  /// straight into the bucket (no fresh allocation, no copy in). after_backward() takes them
-  /// back from a model the backward did not reach.
-  void prepare_backward();
-  void after_backward();
-
   /// When disabled (accumulation steps that do not sync) gradients stay local.
   void set_enabled(bool enabled);
   bool enabled() const;
@@ -65,7 +59,7 @@ private:
     int64_t numel;
     int64_t position; ///< index within its bucket
     bool ready = false;
-    bool preassigned = false; ///< .grad was put in place by prepare_backward this step
+    bool scaled = false; ///< place_in_bucket wrote this step's gradient already divided
   };
   struct Bucket {
     torch::Tensor flat;
@@ -78,13 +72,20 @@ private:
     c10::intrusive_ptr<c10d::Work> work;
   };
 
+  class BucketPlacement;
+
   GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits,
                std::optional<c10::ScalarType> wire_dtype);
   void assign_buckets(const std::vector<torch::Tensor> &parameters);
   void install_hooks();
   void on_gradient_ready(size_t slot);
   void launch_ready_buckets();
-  void copy_into_bucket(Slot &slot, bool reached);
+  /// Autograd's pre-hook of a parameter's accumulator: see BucketPlacement.
+  torch::autograd::variable_list place_in_bucket(size_t slot,
+                                                 const torch::autograd::variable_list &grads);
+  /// What a bucket's gradients are multiplied by on their way in (1, or 1 / world size).
+  double bucket_scale(const Bucket &bucket) const;
+  void copy_into_bucket(Slot &slot);
   torch::Tensor bucket_alias(const Slot &slot) const;
   /// Whether grad is the slot's own part of its bucket (what finalize leaves in .grad).
   bool lives_in_bucket(const torch::Tensor &grad, const Slot &slot) const;

@@ -252,8 +252,7 @@ TEST(Accelerator, GradientsSharedWithTheBucketsSurviveZeroGradBothWays) {
   EXPECT_TRUE(all_succeeded(results));
 }
 
-// accelerator.backward puts zeroed bucket memory in place as .grad before autograd runs; a
-// prepared model the backward never reaches must end without gradients all the same.
+// A prepared model the backward never reaches must end without gradients, as in one process.
 TEST(Accelerator, AModelTheBackwardDoesNotReachKeepsNoGradient) {
   auto results = run_in_processes(2, [](const Peer &) {
     accelerate::Accelerator accelerator;
@@ -281,6 +280,45 @@ TEST(Accelerator, ParametersNoProcessUsedKeepNoGradient) {
     EXPECT_TRUE(model->second->weight.grad().defined());
   });
   EXPECT_TRUE(all_succeeded(results));
+}
+
+// A first gradient is written into the bucket before autograd accumulates it, already divided
+// by the world size where the bucket is private (Gloo). A parameter whose strides are not the
+// bucket's makes autograd copy that gradient instead of adopting it; it must not be divided twice.
+void expect_averages_with_a_transposed_parameter(bool shared_memory) {
+  auto results = run_in_processes(2, [&](const Peer &peer) {
+    setenv("ACCELERATE_SHARED_MEMORY", shared_memory ? "true" : "false", 1);
+    accelerate::Accelerator accelerator;
+    torch::nn::Linear model(5, 3);
+    auto transposed = model->register_parameter("transposed", torch::randn({3, 5}).t());
+    ASSERT_FALSE(transposed.is_contiguous());
+    accelerator.prepare(model);
+    const auto x = torch::randn({4, 5}) * (peer.rank + 1);
+    for (int step = 0; step < 2; ++step) {
+      model->zero_grad();
+      accelerator.backward((model->forward(x) + x.matmul(transposed)).pow(2).sum());
+      auto w = model->weight.detach().requires_grad_();
+      auto b = model->bias.detach().requires_grad_();
+      auto t = transposed.detach().requires_grad_();
+      (torch::nn::functional::linear(x, w, b) + x.matmul(t)).pow(2).sum().backward();
+      for (const auto &[prepared, local] :
+           {std::pair{model->weight, w}, {model->bias, b}, {transposed, t}}) {
+        const auto expected = accelerator.reduce(local.grad(), "mean");
+        EXPECT_TRUE(torch::allclose(prepared.grad(), expected, 1e-5, 1e-6))
+            << "step " << step << ", rank " << peer.rank << ": " << prepared.grad() << " vs "
+            << expected;
+      }
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+TEST(Accelerator, ATransposedParameterGetsTheAverageThroughSharedMemory) {
+  expect_averages_with_a_transposed_parameter(true);
+}
+
+TEST(Accelerator, ATransposedParameterGetsTheAverageThroughGloo) {
+  expect_averages_with_a_transposed_parameter(false);
 }
 
 } // namespace
