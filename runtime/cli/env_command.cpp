@@ -1,6 +1,7 @@
 #include "env_command.h"
 
 #include "environment_flag.h"
+#include "host_allocator.h"
 #include "launch_command.h"
 
 #include <accel/build_info.h>
@@ -66,6 +67,14 @@ std::string shared_memory_state() {
   return text.str();
 }
 
+// What the runtime's Accelerator will do to malloc in a program started from this environment.
+std::string malloc_tuning_state() {
+  const char *setting = std::getenv("ACCELERATE_MALLOC_TUNING");
+  const bool wanted =
+      setting == nullptr || *setting == '\0' || accelerate::launch::is_truthy(setting);
+  return accelerate::launch::describe(accelerate::launch::plan_host_allocator_tuning(wanted));
+}
+
 } // namespace
 
 int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
@@ -83,6 +92,7 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << "- CPU cores: " << std::thread::hardware_concurrency() << "\n"
       << "- Memory: " << memory_total() << "\n"
       << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
+      << "- Malloc tuning (host memory of training processes): " << malloc_tuning_state() << "\n"
       << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
   const auto config = effective_config(
       have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{});

@@ -3,6 +3,7 @@
 #include "atomic_file.h"
 #include "comm_hook.h"
 #include "environment_flag.h"
+#include "host_allocator.h"
 #include "mixed_precision.h"
 #include "runtime.h"
 
@@ -53,6 +54,10 @@ Options resolve(Options options) {
   if (!options.shared_memory) {
     options.shared_memory =
         launch::is_truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
+  }
+  if (!options.tune_malloc) {
+    options.tune_malloc =
+        launch::is_truthy(environment("ACCELERATE_MALLOC_TUNING").value_or("true"));
   }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
@@ -159,6 +164,7 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   rt.info = detect_process_info();
   rt.options = resolve(options);
   rt.device = choose_device(rt.info, rt.options);
+  launch::tune_host_allocator(*rt.options.tune_malloc);
   rt.setting_checks = detail::SettingChecks::create(rt.info.rank == 0, rt.accumulation_steps(),
                                                     rt.mixed_precision());
   if (rt.mixed_precision() == detail::MixedPrecision::FP16) {

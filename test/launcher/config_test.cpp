@@ -98,6 +98,25 @@ TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
       << result.out;
 }
 
+TEST(Config, EnvSaysWhetherTrainingProcessesTuneMalloc) {
+  auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Malloc tuning (host memory of training processes): on: "),
+            std::string::npos)
+      << result.out;
+  auto off = kIsolated;
+  off["ACCELERATE_MALLOC_TUNING"] = "false";
+  result = run_command({ACCEL_BIN, "env"}, off);
+  EXPECT_NE(result.out.find("training processes): off (ACCELERATE_MALLOC_TUNING"),
+            std::string::npos)
+      << result.out;
+  auto theirs = kIsolated;
+  theirs["GLIBC_TUNABLES"] = "glibc.malloc.trim_threshold=65536";
+  result = run_command({ACCEL_BIN, "env"}, theirs);
+  EXPECT_NE(result.out.find("training processes): left to the environment"), std::string::npos)
+      << result.out;
+}
+
 TEST(Config, UnknownKeysAndBadValuesNameFileLineColumnAndKey) {
   const auto dir = accel_test::make_temp_dir("config-errors");
   const auto unknown = write(dir, "unknown.yaml", "num_processes: 2\nnum_procesess: 3\n");

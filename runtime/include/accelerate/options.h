@@ -45,6 +45,11 @@ struct Options {
   /// for small models). false keeps them on the backend. Env: ACCELERATE_SHARED_MEMORY=false.
   /// Default true.
   std::optional<bool> shared_memory;
+  /// Raise glibc malloc's mmap and trim thresholds once per process (32 MiB, 1 GiB), so that
+  /// the tensors a step frees are reused by the next instead of being unmapped and faulted in
+  /// again (docs/runtime.md "Host memory"). Left alone when GLIBC_TUNABLES or MALLOC_*_ set
+  /// them, or when malloc is not glibc's. Env: ACCELERATE_MALLOC_TUNING=false. Default true.
+  std::optional<bool> tune_malloc;
   /// Prepared loaders give every process the same number of equal-size batches by wrapping
   /// the tail of the dataset around to its start (see gather_for_metrics).
   bool even_batches = true;
