@@ -74,6 +74,15 @@ if shutil.which("nvim"):
     config.available_features.add("neovim")
     config.substitutions.append(("%nvim", shutil.which("nvim")))
 
+# The kernel gives transparent huge pages on request only: accel-rewrite requests them for its
+# heap (tool/HeapSetup.h).
+try:
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as thp:
+        if "[madvise]" in thp.read():
+            config.available_features.add("thp-madvise")
+except OSError:
+    pass
+
 # strace (Debian's strace) shows that outputs reach the disk before they are renamed into place.
 if shutil.which("strace"):
     config.available_features.add("strace")

@@ -9,6 +9,7 @@
 #include "CheckReport.h"
 #include "CompileFlags.h"
 #include "ExitCodes.h"
+#include "HeapSetup.h"
 #ifdef ACCEL_HAVE_LSP
 #include "LspServer.h"
 #endif
@@ -95,8 +96,10 @@ struct Options {
       cl::value_desc("dir"), cl::cat(Category)};
   cl::opt<bool> NoCache{"no-cache", cl::desc("Parse every header each time; use no cache"),
                         cl::cat(Category)};
-  cl::opt<bool> Verbose{"v", cl::desc("Say where each file's precompiled preamble came from"),
-                        cl::cat(Category)};
+  cl::opt<bool> Verbose{
+      "v",
+      cl::desc("Say where each file's precompiled preamble came from, and how malloc is set up"),
+      cl::cat(Category)};
 };
 
 } // namespace
@@ -397,6 +400,7 @@ static int report(const Options &Opts, const std::vector<std::string> &Inputs,
 }
 
 int main(int argc, const char **argv) {
+  const std::string Heap = accel::tool::setUpHeapForParsing();
   InitLLVM Init(argc, argv);
   // Everything after "--" is compiler flags; this cuts them off argv before cl sees them.
   std::string DashDashError;
@@ -469,6 +473,9 @@ int main(int argc, const char **argv) {
     Inputs = (*Compilations)->getAllFiles();
   }
   const auto Start = std::chrono::steady_clock::now();
+  if (Opts.Verbose) {
+    errs() << "accel-rewrite: " << Heap << "\n";
+  }
   std::string CacheDir = Opts.NoCache ? std::string() : cacheDirectory(Opts);
   if (!Opts.NoCache && CacheDir.empty() && Opts.Verbose) {
     errs() << "accel-rewrite: no cache (neither XDG_CACHE_HOME nor HOME is set; see --cache-dir)\n";

@@ -9,6 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -96,6 +100,75 @@ TEST(HostAllocator, ThePlanFollowsTheSwitchAndTheEnvironment) {
   setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512:glibc.malloc.tcache_count=0", 1);
   EXPECT_EQ(plan_host_allocator_tuning(true), HostAllocatorTuning::UserSettings);
   unsetenv("GLIBC_TUNABLES");
+}
+
+// accel-rewrite's heap (back_heap_with_huge_pages): where the kernel gives huge pages on
+// request only (THP "madvise"), blocks malloc carves from the reserved heap get them.
+
+std::string huge_page_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string text;
+  std::getline(in, text);
+  const auto open = text.find('['), close = text.find(']');
+  return open == std::string::npos || close == std::string::npos
+             ? "absent"
+             : text.substr(open + 1, close - open - 1);
+}
+
+// This process's anonymous memory in huge pages, in KiB.
+long anonymous_huge_kib() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("AnonHugePages:", 0) == 0) {
+      return std::stol(line.substr(std::strlen("AnonHugePages:")));
+    }
+  }
+  return -1;
+}
+
+// Allocates and touches 64 MiB in 1 MiB blocks (all from the heap once malloc is tuned) and
+// returns how many KiB of this process's memory are in huge pages then.
+long huge_kib_after_touching_64_mib() {
+  std::vector<void *> blocks;
+  for (int i = 0; i < 64; ++i) {
+    blocks.push_back(std::malloc(1 << 20));
+    std::memset(blocks.back(), 1, 1 << 20);
+  }
+  const long kib = anonymous_huge_kib();
+  for (void *block : blocks) {
+    std::free(block);
+  }
+  return kib;
+}
+
+#define SKIP_WITHOUT_MADVISED_HUGE_PAGES()                                                         \
+  if (huge_page_mode() != "madvise") {                                                             \
+    GTEST_SKIP() << "transparent huge pages here: " << huge_page_mode() << ", not madvise";        \
+  }
+
+TEST(HostAllocator, AHeapBackedWithHugePagesGetsThem) {
+  SKIP_WITHOUT_GLIBC_MALLOC();
+  SKIP_WITHOUT_MADVISED_HUGE_PAGES();
+  using namespace accelerate::launch;
+  auto results = run_in_processes(1, [&](const Peer &) {
+    ASSERT_EQ(tune_host_allocator(true), HostAllocatorTuning::Tuned);
+    ASSERT_EQ(back_heap_with_huge_pages(std::size_t{256} << 20), HugePageHeap::Advised);
+    // 64 MiB span at least 31 aligned 2 MiB pages; the kernel may refuse a few.
+    EXPECT_GE(huge_kib_after_touching_64_mib(), 32 * 1024);
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+TEST(HostAllocator, AnUntunedHeapIsNotBackedWithHugePages) {
+  SKIP_WITHOUT_GLIBC_MALLOC();
+  SKIP_WITHOUT_MADVISED_HUGE_PAGES();
+  using namespace accelerate::launch;
+  auto results = run_in_processes(1, [&](const Peer &) {
+    ASSERT_EQ(tune_host_allocator(false), HostAllocatorTuning::TurnedOff);
+    EXPECT_EQ(back_heap_with_huge_pages(std::size_t{256} << 20), HugePageHeap::NotGrown);
+    EXPECT_LT(huge_kib_after_touching_64_mib(), 32 * 1024);
+  });
+  EXPECT_TRUE(all_succeeded(results));
 }
 
 } // namespace
