@@ -15,6 +15,12 @@ time per file to --plot when matplotlib is installed (Debian: python3-matplotlib
 
     python3 bench/rewrite_speed.py [--build build] [--json out.json] [--plot docs/rewrite-speed.png]
     python3 bench/rewrite_speed.py --only syntax_only,cold --files early_stopping,gan_adamw
+    python3 bench/rewrite_speed.py --only syntax_only,cold --reps 3 \
+        --cold-variant untuned=ACCEL_REWRITE_MALLOC_TUNING=false
+
+--reps N runs each file's measurements N times, interleaved, and keeps the mean: this machine
+varies by 15% from one launch to the next. --cold-variant NAME=VAR=VALUE[,VAR=VALUE] adds a
+cold run with those environment variables to every repetition, beside the plain one.
 """
 import argparse
 import json
@@ -59,9 +65,10 @@ def language_flags(build, source):
     sys.exit(f"rewrite_speed: {source} is not in {build}/compile_commands.json; build it first")
 
 
-def timed(command, ok=(0,)):
+def timed(command, ok=(0,), env=None):
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=None if env is None else {**os.environ, **env})
     seconds = time.perf_counter() - start
     if done.returncode not in ok:
         sys.exit(f"rewrite_speed: {shlex.join(command)} exited with {done.returncode}:\n"
@@ -86,9 +93,23 @@ def main():
     parser.add_argument("--files", help="comma-separated corpus programs (default: all)")
     parser.add_argument("--only", default=",".join(MEASURES),
                         help="which of %(default)s to measure")
+    parser.add_argument("--reps", type=int, default=1,
+                        help="run each file's measurements this many times, interleaved")
+    parser.add_argument("--cold-variant", action="append", default=[],
+                        metavar="NAME=VAR=VALUE[,VAR=VALUE]",
+                        help="also a cold run with these environment variables (repeatable)")
     parser.add_argument("--replot", metavar="JSON",
                         help="only plot (to --plot) the measurements of an earlier --json")
     opts = parser.parse_args()
+    variants = {}
+    for spec in opts.cold_variant:
+        name, _, assignments = spec.partition("=")
+        pairs = [a.partition("=") for a in assignments.split(",") if a]
+        if not name or not pairs or any(not var or sep != "=" for var, sep, _ in pairs):
+            sys.exit(f"rewrite_speed: --cold-variant {spec}: expected NAME=VAR=VALUE[,VAR=VALUE]")
+        variants[name] = {var: value for var, _, value in pairs}
+    if opts.reps < 1:
+        sys.exit("rewrite_speed: --reps must be at least 1")
     if opts.replot:
         with open(opts.replot) as f:
             plot(json.load(f)["files"], opts.plot or "rewrite-speed.png")
@@ -133,11 +154,18 @@ def main():
             "cold": ([*check, "--cache-dir", cache, source], (0, 1)),
             "warm": ([*check, "--cache-dir", cache, source], (0, 1)),
         }
-        if "warm" in only and "cold" not in only:
-            timed(commands["cold"][0], ok=(0, 1))  # warm needs a filled cache
-        for key, (command, ok) in commands.items():
-            if key in only:
-                row[key] = timed(command, ok=ok)
+        for name, env in variants.items():
+            commands[f"cold[{name}]"] = ([*check, "--cache-dir", f"{cache}-{name}", source], (0, 1),
+                                         env)
+        for _ in range(opts.reps):
+            for key, (command, ok, *env) in commands.items():
+                if key.startswith("cold"):  # every cold run starts from an empty cache
+                    shutil.rmtree(command[command.index("--cache-dir") + 1], ignore_errors=True)
+                if key == "warm" and "cold" not in only:
+                    timed(commands["cold"][0], ok=(0, 1))  # warm needs a filled cache
+                if key in only or key.startswith("cold["):
+                    seconds = timed(command, ok=ok, env=env[0] if env else None)
+                    row[key] = row.get(key, 0.0) + seconds / opts.reps
         if os.path.isdir(cache):
             row["entry_mb"] = sum(os.path.getsize(os.path.join(cache, e))
                                   for e in os.listdir(cache)) / 1e6
@@ -169,6 +197,9 @@ def main():
         per_file = sorted(r["cold"] / r["syntax_only"] for r in rows)
         ratios["cold / syntax-only, per file: lowest"] = per_file[0]
         ratios["cold / syntax-only, per file: highest"] = per_file[-1]
+    for name in variants:
+        if "syntax_only" in only:
+            ratios[f"cold[{name}] / syntax-only"] = mean(f"cold[{name}]") / mean("syntax_only")
     if {"warm", "clang_tidy"} <= only:
         ratios["warm / clang-tidy"] = mean("warm") / mean("clang_tidy")
     if whole:
