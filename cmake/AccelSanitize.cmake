@@ -21,10 +21,6 @@ if("undefined" IN_LIST _accel_sanitizers)
   add_compile_options(-fno-sanitize-recover=undefined)
 endif()
 
-# Precompile <torch/torch.h> for the targets that include it (runtime/, test/runtime/): parsing
-# it is most of each file's compile time, and the sanitizer builds run in CI from cold.
-set(ACCEL_PRECOMPILE_TORCH ON)
-
 # The presets' *_OPTIONS send every report here (log_path), children's included; scripts/sanitize
 # fails when it is not empty after the tests.
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/sanitizer-reports)

@@ -1,1 +1,0 @@
-// The translation unit that builds the corpus programs' shared precompiled header.
