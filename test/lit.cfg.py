@@ -40,6 +40,7 @@ config.substitutions += [
     ("%python", f'"{sys.executable}"'),
     ("%doc-blocks", f'"{sys.executable}" "{os.path.join(utils, "doc-blocks.py")}"'),
     ("%accel_tools_dir", config.accel_tools_dir),
+    ("%accel_obj_root", config.accel_obj_root),
     # lit's shell does not expand $PATH: a PATH with accel's tools first, spelled out.
     ("%path_with_tools", config.accel_tools_dir + os.pathsep + os.environ.get("PATH", "")),
     ("%accel_docs", os.path.join(config.accel_src_root, "docs")),
@@ -64,6 +65,14 @@ config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "cach
 # Tests that parse <torch/torch.h> need the headers the tool was built against.
 if config.torch_include_dirs:
     config.available_features.add("torch")
+
+# A rewrite's compile check pre-includes LibTorch's headers precompiled with %torch_flags (the
+# engine tests' prelude, built with the tool): 3 s instead of 20. Without it (a build that has
+# not made it yet), the check parses them.
+if config.torch_pch and os.path.exists(config.torch_pch):
+    config.substitutions.append(("%torch_pch", f"-include-pch {config.torch_pch}"))
+else:
+    config.substitutions.append(("%torch_pch", ""))
 
 # The clang-tidy plugin is built where clang-tidy's headers are installed (tool/CMakeLists.txt).
 if os.path.exists(os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")):

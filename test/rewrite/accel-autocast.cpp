@@ -4,7 +4,7 @@
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
-// RUN: %clangxx -fsyntax-only %torch_flags -I%runtime_include %t/out.cpp
+// RUN: %clangxx -fsyntax-only %torch_flags %torch_pch -I%runtime_include %t/out.cpp
 // RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
 // Only this rule:

@@ -6,7 +6,7 @@
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
 // RUN: %python -c "import sys; sys.exit(1 if open(sys.argv[1]).read() else 0)" %t/messages.txt
-// RUN: %clangxx -fsyntax-only -Wall -Wformat -Werror %torch_flags -I%runtime_include %t/out.cpp
+// RUN: %clangxx -fsyntax-only -Wall -Wformat -Werror %torch_flags %torch_pch -I%runtime_include %t/out.cpp
 // RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
 // RUN: %accel-rewrite --rules=-print %t/input.cpp -o %t/without.cpp -- %torch_flags

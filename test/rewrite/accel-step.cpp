@@ -7,7 +7,7 @@
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
 // RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
 // RUN:   --implicit-check-not=warning:
-// RUN: %clangxx -fsyntax-only %torch_flags -I%runtime_include %t/out.cpp
+// RUN: %clangxx -fsyntax-only %torch_flags %torch_pch -I%runtime_include %t/out.cpp
 // RUN: %accel-rewrite --rules=step %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
 

@@ -5,7 +5,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %accel-rewrite %s -o %t/train.cpp 2>&1 | FileCheck %s --allow-empty --check-prefix=QUIET
 // QUIET-NOT: {{.}}
-// RUN: %clangxx -fsyntax-only %torch_flags -I%runtime_include %t/train.cpp
+// RUN: %clangxx -fsyntax-only %torch_flags %torch_pch -I%runtime_include %t/train.cpp
 // RUN: %accel-rewrite %t/train.cpp -o %t/again.cpp
 // RUN: diff %t/train.cpp %t/again.cpp
 // RUN: %not diff -u %s %t/train.cpp | FileCheck %s --check-prefix=DIFF
