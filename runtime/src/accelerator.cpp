@@ -31,6 +31,45 @@ std::optional<std::string> environment(const char *name) {
   return std::string(value);
 }
 
+// PowerSGD's two settings people tune: from the code, else the environment, else DDP's defaults.
+// Checked whatever comm_hook is, so that a mistyped value never waits to be used.
+void resolve_power_sgd(PowerSgdOptions &power_sgd) {
+  const auto whole_number = [](std::optional<int> &field, const char *variable, int fallback,
+                               int minimum, const char *what) {
+    std::string source = std::string(variable) + " or Options::power_sgd";
+    if (!field) {
+      const auto text = environment(variable);
+      if (!text) {
+        field = fallback;
+        return;
+      }
+      size_t used = 0;
+      try {
+        field = std::stoi(*text, &used);
+      } catch (const std::exception &) {
+        used = 0;
+      }
+      if (used != text->size()) {
+        throw std::invalid_argument("accelerate: " + std::string(variable) + "='" + *text +
+                                    "' is not a whole number");
+      }
+    }
+    if (*field < minimum) {
+      throw std::invalid_argument("accelerate: PowerSGD's " + std::string(what) + " is " +
+                                  std::to_string(*field) + "; it must be at least " +
+                                  std::to_string(minimum) + " (" + source + ")");
+    }
+  };
+  whole_number(power_sgd.matrix_approximation_rank, "ACCELERATE_POWERSGD_RANK", 1, 1,
+               "matrix_approximation_rank");
+  whole_number(power_sgd.start_powersgd_iter, "ACCELERATE_POWERSGD_START_ITER", 1000, 0,
+               "start_powersgd_iter");
+  if (!(power_sgd.min_compression_rate > 0)) {
+    throw std::invalid_argument("accelerate: PowerSGD's min_compression_rate must be above 0 "
+                                "(Options::power_sgd)");
+  }
+}
+
 // Options given in code win; the launcher's ACCELERATE_* variables fill the rest.
 Options resolve(Options options) {
   if (options.backend.empty()) {
@@ -67,6 +106,7 @@ Options resolve(Options options) {
     options.comm_hook = environment("ACCELERATE_COMM_HOOK").value_or("no");
   }
   detail::parse_comm_hook(options.comm_hook); // throws on anything else
+  resolve_power_sgd(options.power_sgd);
   if (options.project_dir.empty()) {
     options.project_dir = environment("ACCELERATE_PROJECT_DIR").value_or(".");
   }
@@ -227,9 +267,8 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &modul
   detail::GradientSync::Limits limits;
   limits.first_bucket_bytes = static_cast<size_t>(rt.options.first_bucket_cap_mb * (1 << 20));
   limits.bucket_bytes = static_cast<size_t>(rt.options.bucket_cap_mb * (1 << 20));
-  rt.gradient_syncs.push_back(detail::GradientSync::create(
-      rt.group, module->parameters(), limits,
-      detail::wire_dtype(detail::parse_comm_hook(rt.options.comm_hook))));
+  rt.gradient_syncs.push_back(detail::GradientSync::create(rt.group, module->parameters(), limits,
+                                                           detail::compression_of(rt.options)));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {

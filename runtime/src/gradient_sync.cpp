@@ -40,17 +40,17 @@ private:
 
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
-                                                   Limits limits,
-                                                   std::optional<c10::ScalarType> wire_dtype) {
-  std::shared_ptr<GradientSync> sync(new GradientSync(std::move(group), limits, wire_dtype));
+                                                   Limits limits, Compression compression) {
+  std::shared_ptr<GradientSync> sync(
+      new GradientSync(std::move(group), limits, std::move(compression)));
   sync->assign_buckets(parameters);
   sync->install_hooks();
   return sync;
 }
 
 GradientSync::GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits,
-                           std::optional<c10::ScalarType> wire_dtype)
-    : group_(std::move(group)), limits_(limits), wire_dtype_(wire_dtype) {}
+                           Compression compression)
+    : group_(std::move(group)), limits_(limits), compression_(std::move(compression)) {}
 
 void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) {
   // Gradients arrive roughly in reverse registration order (the last layer's first), so
@@ -88,9 +88,13 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     bucket_bytes[bucket] += bytes;
     slots_.push_back(slot);
   }
-  const auto compressed = [&](const torch::Tensor &parameter) {
+  const auto &wire_dtype = compression_.wire_dtype;
+  const auto rounded = [&](const torch::Tensor &parameter) {
     const auto dtype = parameter.scalar_type();
-    return wire_dtype_ && c10::isFloatingType(dtype) && dtype != *wire_dtype_;
+    return wire_dtype && c10::isFloatingType(dtype) && dtype != *wire_dtype;
+  };
+  const auto low_rank = [&](const torch::Tensor &parameter) {
+    return compression_.power_sgd && c10::isFloatingType(parameter.scalar_type());
   };
   // With shared memory, uncompressed CPU buckets live in this process's area of a segment
   // every process maps, and are summed where they lie: no copy in or out (for `wide`'s 21 MB,
@@ -100,7 +104,7 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     size_t area_bytes = 0;
     for (size_t b = 0; b < buckets_.size(); ++b) {
       const auto &first = slots_[buckets_[b].slots.front()].parameter;
-      if (first.is_cpu() && !compressed(first)) {
+      if (first.is_cpu() && !rounded(first) && !low_rank(first)) {
         area_offset[b] = area_bytes;
         const size_t flags_bytes = buckets_[b].slots.size() * first.element_size();
         area_bytes += (bucket_bytes[b] + flags_bytes + 63) / 64 * 64;
@@ -128,8 +132,22 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
       bucket.flat = torch::zeros({numel}, options);
     }
     bucket.pending = bucket.slots.size();
-    if (compressed(first)) {
-      bucket.wire = torch::empty(bucket.flat.sizes(), bucket.flat.options().dtype(*wire_dtype_));
+    if (rounded(first)) {
+      bucket.wire = torch::empty(bucket.flat.sizes(), bucket.flat.options().dtype(*wire_dtype));
+    }
+    if (low_rank(first)) {
+      std::vector<BucketMatrix> matrices;
+      for (size_t index : bucket.slots) {
+        const auto &slot = slots_[index];
+        const auto &parameter = slot.parameter;
+        if (parameter.dim() >= 2 && parameter.numel() > 0) {
+          // As DDP: shape[0] rows, everything else (a convolution's kernel too) in the columns.
+          matrices.push_back(
+              {slot.offset, parameter.size(0), parameter.numel() / parameter.size(0)});
+        }
+      }
+      bucket.low_rank =
+          std::make_unique<PowerSgdBucket>(*compression_.power_sgd, matrices, bucket.flat);
     }
   }
 }
@@ -277,7 +295,9 @@ void GradientSync::launch_ready_buckets() {
       bucket.wire.copy_(bucket.flat); // compressed: rounded to the wire dtype
     }
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
-    if (bucket.in_shared_area) {
+    if (bucket.low_rank) {
+      bucket.low_rank->launch(*group_, bucket.flat, bucket_text(next_bucket_to_launch_));
+    } else if (bucket.in_shared_area) {
       try {
         areas_->sum_in_place(bucket.flat, 1.0 / group_->size()); // the average
       } catch (const std::exception &error) {
@@ -308,6 +328,9 @@ void GradientSync::finalize() {
   next_bucket_to_launch_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     auto &bucket = buckets_[b];
+    if (bucket.low_rank) {
+      bucket.low_rank->finish(*group_, bucket.flat, bucket_text(b));
+    }
     if (bucket.work) {
       group_->wait(bucket.work, bucket_text(b));
       bucket.work.reset();

@@ -3,9 +3,12 @@
 // then adopts as .grad), each full bucket's all-reduce starts at once (while backward still
 // runs), and everything is waited for when backward ends; the averages stay in the buckets,
 // which .grad shares. With a wire dtype (Options::comm_hook) each bucket is summed in a
-// 16-bit copy of itself and widened back, as DDP's fp16/bf16 compression hooks do.
+// 16-bit copy of itself and widened back, as DDP's fp16/bf16 compression hooks do; with
+// PowerSGD its matrices are summed as low-rank factors (power_sgd.h).
 #pragma once
 
+#include "comm_hook.h"
+#include "power_sgd.h"
 #include "process_group.h"
 
 #include <torch/torch.h>
@@ -33,11 +36,10 @@ public:
   };
 
   /// `parameters` in the model's registration order; those that need no gradient are skipped.
-  /// `wire_dtype`, when set, is the floating dtype buckets are summed in (see comm_hook.h).
+  /// `compression` applies to floating-point buckets (see comm_hook.h).
   static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
                                               const std::vector<torch::Tensor> &parameters,
-                                              Limits limits,
-                                              std::optional<c10::ScalarType> wire_dtype = {});
+                                              Limits limits, Compression compression = {});
 
   /// When disabled (accumulation steps that do not sync) gradients stay local.
   void set_enabled(bool enabled);
@@ -65,6 +67,8 @@ private:
     torch::Tensor flat;
     /// The compressed copy of `flat` that is summed instead of it (undefined: no compression).
     torch::Tensor wire;
+    /// Sums the bucket as low-rank factors instead (null: no PowerSGD).
+    std::unique_ptr<PowerSgdBucket> low_rank;
     std::vector<size_t> slots;
     int64_t flags_offset = 0;    ///< where the per-parameter "has a gradient" flags start
     bool in_shared_area = false; ///< `flat` lies in areas_ and is summed there
@@ -74,8 +78,7 @@ private:
 
   class BucketPlacement;
 
-  GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits,
-               std::optional<c10::ScalarType> wire_dtype);
+  GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits, Compression compression);
   void assign_buckets(const std::vector<torch::Tensor> &parameters);
   void install_hooks();
   void on_gradient_ready(size_t slot);
@@ -93,7 +96,7 @@ private:
 
   std::shared_ptr<ProcessGroup> group_;
   Limits limits_;
-  std::optional<c10::ScalarType> wire_dtype_;
+  Compression compression_;
   /// The shared-memory areas the buckets live in (null: private memory).
   std::shared_ptr<SharedMemoryAllreduce> areas_;
   std::vector<Slot> slots_;

@@ -1,5 +1,5 @@
-// Accelerator::gradient_transport and comm_hook: which path this job's gradients take and in
-// which dtype, for the self-test, benchmarks and logs.
+// Accelerator::gradient_transport, comm_hook and options: which path this job's gradients take,
+// how they are compressed, and every setting as resolved, for the self-test, benchmarks and logs.
 #include "accelerate/accelerator.h"
 
 #include "runtime.h"
@@ -15,5 +15,7 @@ std::string Accelerator::gradient_transport() const {
 }
 
 const std::string &Accelerator::comm_hook() const { return runtime_->options.comm_hook; }
+
+const Options &Accelerator::options() const { return runtime_->options; }
 
 } // namespace accelerate

@@ -131,14 +131,14 @@ TEST(Compression, TheSettingComesFromOptionsThenTheEnvironment) {
 }
 
 TEST(Compression, AnUnknownHookIsRefusedNamingWhereItCameFrom) {
-  setenv("ACCELERATE_COMM_HOOK", "powersgd", 1);
+  setenv("ACCELERATE_COMM_HOOK", "int8", 1);
   try {
     accelerate::Accelerator accelerator;
     ADD_FAILURE() << "an unknown comm_hook was accepted";
   } catch (const std::invalid_argument &error) {
     EXPECT_NE(std::string(error.what())
-                  .find("comm_hook is 'powersgd'; it must be no, fp16 or "
-                        "bf16 (ACCELERATE_COMM_HOOK"),
+                  .find("comm_hook is 'int8'; it must be no, fp16, bf16 or "
+                        "powersgd (ACCELERATE_COMM_HOOK"),
               std::string::npos)
         << error.what();
   }

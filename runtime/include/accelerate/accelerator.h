@@ -49,8 +49,11 @@ public:
   /// "gloo (not shared memory: rank 2 runs on another machine than rank 0)"; "none (one
   /// process)".
   std::string gradient_transport() const;
-  /// The gradient compression in use: "no", "fp16" or "bf16" (Options::comm_hook).
+  /// The gradient compression in use: "no", "fp16", "bf16" or "powersgd" (Options::comm_hook).
   const std::string &comm_hook() const;
+  /// The settings in use: those given in code, the rest filled from the environment that
+  /// `accel launch` sets, then the defaults (every optional field set).
+  const Options &options() const;
 
   // ---- prepare -------------------------------------------------------------------------
   /// Moves the model to device(), makes every process start from process 0's parameters and

@@ -19,6 +19,25 @@ struct GradScalerOptions {
   int growth_interval = 2000;
 };
 
+/// PowerSGD's settings (Options::comm_hook = "powersgd"), named as DDP's PowerSGDState and
+/// with its defaults (docs/runtime.md "Gradient compression").
+struct PowerSgdOptions {
+  /// r: each gradient matrix travels as two factors of r columns (rows × r and cols × r).
+  /// Env: ACCELERATE_POWERSGD_RANK. Default 1.
+  std::optional<int> matrix_approximation_rank;
+  /// Synchronising steps summed uncompressed before compression starts (early training is
+  /// the most sensitive to it). Env: ACCELERATE_POWERSGD_START_ITER. Default 1000.
+  std::optional<int> start_powersgd_iter;
+  /// A matrix is compressed only when its factors take less than 1/this of it.
+  double min_compression_rate = 2.0;
+  /// Add what earlier approximations missed to the next step's gradient.
+  bool use_error_feedback = true;
+  /// Start each step's power iteration from the last step's factor instead of random values.
+  bool warm_start = true;
+  /// Seeds the first factors (the same on every process).
+  unsigned long long random_seed = 0;
+};
+
 struct Options {
   /// "gloo", "nccl" or "" (choose: NCCL on CUDA, Gloo on CPU). Env: ACCELERATE_BACKEND.
   std::string backend;
@@ -35,11 +54,14 @@ struct Options {
   /// The first bucket is smaller so that communication starts as early as possible.
   double first_bucket_cap_mb = 1.0;
   /// Gradient compression for the all-reduce, as DDP's communication hooks
-  /// (fp16_compress_hook, bf16_compress_hook; Accelerate's DDPCommunicationHookType): "no",
-  /// "fp16" or "bf16". Each bucket of averaged gradients is rounded to that dtype, summed in it
-  /// and widened back, halving the bytes on the wire at the cost of precision (docs/runtime.md
-  /// "Gradient compression"). "" takes ACCELERATE_COMM_HOOK, else "no".
+  /// (fp16_compress_hook, bf16_compress_hook, powerSGD_hook; Accelerate's
+  /// DDPCommunicationHookType): "no", "fp16", "bf16" or "powersgd". fp16/bf16: each bucket of
+  /// averaged gradients is rounded to that dtype, summed in it and widened back, halving the
+  /// bytes on the wire. powersgd: each gradient matrix is summed as two low-rank factors, with
+  /// error feedback (power_sgd). Both cost precision (docs/runtime.md "Gradient compression").
+  /// "" takes ACCELERATE_COMM_HOOK, else "no".
   std::string comm_hook;
+  PowerSgdOptions power_sgd;
   /// When every process runs on this machine and trains on the CPU, gradients are summed
   /// through shared memory instead of Gloo's loopback TCP (the same sums, several times faster
   /// for small models). false keeps them on the backend. Env: ACCELERATE_SHARED_MEMORY=false.
