@@ -93,6 +93,21 @@ std::string describe_failure(const accelerate::launch::WorkerExit &exit, int glo
   return text;
 }
 
+// The verbose plan's words for the gradient compression ("" when there is none).
+std::string compression_text(const LaunchConfig &config) {
+  const auto hook = config.comm_hook.value_or("no");
+  if (hook == "no") {
+    return "";
+  }
+  if (hook == "powersgd") {
+    return ", gradients compressed by PowerSGD (rank " +
+           (config.powersgd_rank ? std::to_string(*config.powersgd_rank) : "1") + ", from step " +
+           (config.powersgd_start_iter ? std::to_string(*config.powersgd_start_iter) : "1000") +
+           ")";
+  }
+  return ", gradients compressed to " + hook;
+}
+
 } // namespace
 
 CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
@@ -117,8 +132,17 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
       ->check(one_of({"no", "fp16", "bf16"}));
   launch
       ->add_option(both_spellings("comm_hook"), flags.comm_hook,
-                   "Gradient compression for the all-reduce: no, fp16 or bf16 (DDP's hooks)")
-      ->check(one_of({"no", "fp16", "bf16"}));
+                   "Gradient compression for the all-reduce: no, fp16, bf16 or powersgd (DDP's "
+                   "hooks)")
+      ->check(one_of({"no", "fp16", "bf16", "powersgd"}));
+  launch
+      ->add_option(both_spellings("powersgd_rank"), flags.powersgd_rank,
+                   "PowerSGD: columns of each gradient matrix's factors (default 1)")
+      ->check(whole_number(1, kAny));
+  launch
+      ->add_option(both_spellings("powersgd_start_iter"), flags.powersgd_start_iter,
+                   "PowerSGD: steps summed uncompressed first (default 1000)")
+      ->check(whole_number(0, kAny));
   launch
       ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
       ->check(whole_number(1, kAny));
@@ -237,6 +261,12 @@ int run_launch(const LaunchRequest &request) {
     throw std::runtime_error("--machine_rank " + std::to_string(machine_rank) +
                              " is not below --num_machines " + std::to_string(machines));
   }
+  if ((config.powersgd_rank || config.powersgd_start_iter) &&
+      config.comm_hook.value_or("no") != "powersgd") {
+    std::cerr << "accel: note: powersgd_rank and powersgd_start_iter apply only with "
+                 "--comm_hook powersgd (comm_hook is "
+              << config.comm_hook.value_or("no") << ")\n";
+  }
   if (machines > 1 && !config.main_process_ip) {
     throw std::runtime_error("several machines need --main_process_ip (the address of machine 0)");
   }
@@ -261,11 +291,7 @@ int run_launch(const LaunchRequest &request) {
     std::cerr << "accel: machine " << machine_rank << " of " << machines << ": ranks " << first_rank
               << " to " << first_rank + per_machine - 1 << " of " << world_size
               << ", rendezvous at " << master_addr << ":" << port << ", " << threads
-              << " thread(s) per process"
-              << (config.comm_hook.value_or("no") == "no"
-                      ? ""
-                      : ", gradients compressed to " + *config.comm_hook)
-              << "\n";
+              << " thread(s) per process" << compression_text(config) << "\n";
   }
 
   struct sigaction action{};
@@ -286,6 +312,13 @@ int run_launch(const LaunchRequest &request) {
       spec.env["GROUP_RANK"] = std::to_string(machine_rank);
       spec.env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision.value_or("no");
       spec.env["ACCELERATE_COMM_HOOK"] = config.comm_hook.value_or("no");
+      // Only when given: the runtime's defaults (DDP's) apply otherwise.
+      if (config.powersgd_rank) {
+        spec.env["ACCELERATE_POWERSGD_RANK"] = std::to_string(*config.powersgd_rank);
+      }
+      if (config.powersgd_start_iter) {
+        spec.env["ACCELERATE_POWERSGD_START_ITER"] = std::to_string(*config.powersgd_start_iter);
+      }
       spec.env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] =
           std::to_string(config.gradient_accumulation_steps.value_or(1));
       spec.env["ACCELERATE_USE_CPU"] = config.use_cpu.value_or(false) ? "true" : "false";

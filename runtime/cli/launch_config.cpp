@@ -194,6 +194,8 @@ void LaunchConfig::override_with(const LaunchConfig &over) {
   take(gradient_accumulation_steps, over.gradient_accumulation_steps);
   take(num_cpu_threads_per_process, over.num_cpu_threads_per_process);
   take(comm_hook, over.comm_hook);
+  take(powersgd_rank, over.powersgd_rank);
+  take(powersgd_start_iter, over.powersgd_start_iter);
 }
 
 std::string default_config_path() {
@@ -278,7 +280,11 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
     } else if (key == "num_cpu_threads_per_process") {
       config.num_cpu_threads_per_process = bounded_int(path, value, key, 1, 4096);
     } else if (key == "comm_hook") {
-      config.comm_hook = one_of(path, value, key, {"no", "fp16", "bf16"});
+      config.comm_hook = one_of(path, value, key, {"no", "fp16", "bf16", "powersgd"});
+    } else if (key == "powersgd_rank") {
+      config.powersgd_rank = bounded_int(path, value, key, 1, 1 << 20);
+    } else if (key == "powersgd_start_iter") {
+      config.powersgd_start_iter = bounded_int(path, value, key, 0, 1 << 30);
     } else {
       throw std::runtime_error(where(path, entry.first, key) + "unknown key");
     }
@@ -321,6 +327,8 @@ std::string config_to_yaml(const LaunchConfig &config) {
   put("gradient_accumulation_steps", config.gradient_accumulation_steps);
   put("num_cpu_threads_per_process", config.num_cpu_threads_per_process);
   put("comm_hook", config.comm_hook);
+  put("powersgd_rank", config.powersgd_rank);
+  put("powersgd_start_iter", config.powersgd_start_iter);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -26,9 +26,14 @@ struct LaunchConfig {
   std::optional<bool> debug;
   std::optional<int> gradient_accumulation_steps;
   std::optional<int> num_cpu_threads_per_process;
-  /// no, fp16, bf16: gradient compression (accel's own key; Python Accelerate sets it in code,
-  /// DistributedDataParallelKwargs(comm_hook=...), and its config files have no such key).
+  /// no, fp16, bf16, powersgd: gradient compression (accel's own key; Python Accelerate sets it
+  /// in code, DistributedDataParallelKwargs(comm_hook=...), and its config files have no such
+  /// key).
   std::optional<std::string> comm_hook;
+  /// PowerSGD's matrix_approximation_rank and start_powerSGD_iter (accel's own keys, as
+  /// comm_hook; Accelerate's comm_state_option).
+  std::optional<int> powersgd_rank;
+  std::optional<int> powersgd_start_iter;
 
   /// Fields set in `over` replace those here.
   void override_with(const LaunchConfig &over);

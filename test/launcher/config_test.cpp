@@ -55,6 +55,19 @@ TEST(Config, CommHookComesFromTheFileAndTheFlagOverridesIt) {
                         "-c", "echo $ACCELERATE_COMM_HOOK"},
                        kIsolated);
   EXPECT_EQ(result.out, "[rank0] no\n") << result.err;
+  const auto power = write(dir, "powersgd.yaml",
+                           "comm_hook: powersgd\npowersgd_rank: 2\npowersgd_start_iter: 0\n");
+  result = run_command({ACCEL_BIN, "launch", "--config_file", power, "--powersgd_rank", "3",
+                        "/bin/sh", "-c",
+                        "echo $ACCELERATE_COMM_HOOK $ACCELERATE_POWERSGD_RANK "
+                        "$ACCELERATE_POWERSGD_START_ITER"},
+                       kIsolated);
+  EXPECT_EQ(result.out, "[rank0] powersgd 3 0\n") << result.err;
+  const auto bad_rank = write(dir, "bad-rank.yaml", "powersgd_rank: 0\n");
+  result = run_command({ACCEL_BIN, "env", "--config_file", bad_rank});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(bad_rank + ":1:16: key 'powersgd_rank'"), std::string::npos)
+      << result.err;
   const auto bad = write(dir, "bad-hook.yaml", "comm_hook: int8\n");
   result = run_command({ACCEL_BIN, "env", "--config_file", bad});
   EXPECT_EQ(result.exit_code, 2);

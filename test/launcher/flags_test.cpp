@@ -43,6 +43,34 @@ TEST(Flags, CommHookReachesTheWorkers) {
   EXPECT_EQ(result.out, "[rank0] no\n");
 }
 
+// PowerSGD's two settings reach the workers only when given (the runtime has DDP's defaults);
+// given without PowerSGD they do nothing, and the launcher says so.
+TEST(Flags, PowerSgdSettingsReachTheWorkers) {
+  const std::vector<std::string> echo = {
+      "/bin/sh", "-c",
+      "echo $ACCELERATE_COMM_HOOK ${ACCELERATE_POWERSGD_RANK-unset} "
+      "${ACCELERATE_POWERSGD_START_ITER-unset}"};
+  auto with = [&](std::vector<std::string> flags) {
+    flags.insert(flags.end(), echo.begin(), echo.end());
+    return run_command(launch(flags), kIsolated);
+  };
+  auto result = with(
+      {"--comm_hook", "powersgd", "--powersgd-rank", "4", "--powersgd_start_iter", "10", "-v"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank0] powersgd 4 10\n");
+  EXPECT_NE(result.err.find("gradients compressed by PowerSGD (rank 4, from step 10)"),
+            std::string::npos)
+      << result.err;
+  result = with({"--comm_hook", "powersgd"});
+  EXPECT_EQ(result.out, "[rank0] powersgd unset unset\n") << result.err;
+  result = with({"--powersgd_rank", "4"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("accel: note: powersgd_rank and powersgd_start_iter apply only with "
+                            "--comm_hook powersgd (comm_hook is no)"),
+            std::string::npos)
+      << result.err;
+}
+
 TEST(Flags, ModuleDoesNotApplyToNativePrograms) {
   for (const char *flag : {"-m", "--module"}) {
     const auto result = run_command(launch({flag, "/bin/echo", "x"}), kIsolated);
@@ -80,7 +108,9 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
       {{"--main_process_port", "70000"},
        "--main_process_port: '70000' is out of range (1 to 65535)"},
       {{"--mixed_precision", "fp32"}, "--mixed_precision: 'fp32' is not one of no, fp16, bf16"},
-      {{"--comm_hook", "powersgd"}, "--comm_hook: 'powersgd' is not one of no, fp16, bf16"},
+      {{"--comm_hook", "int8"}, "--comm_hook: 'int8' is not one of no, fp16, bf16, powersgd"},
+      {{"--powersgd_rank", "0"}, "--powersgd_rank: '0' is out of range (1 to any)"},
+      {{"--powersgd_start_iter", "soon"}, "--powersgd_start_iter: 'soon' is not a whole number"},
       {{"--rdzv_timeout", "soon"}, "--rdzv_timeout: 'soon' is not a number of seconds"},
       {{"--monitor_interval", "-1"}, "--monitor_interval: '-1' is not above 0 seconds"},
       {{"--rdzv_backend", "c10d"},
