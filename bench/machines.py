@@ -6,11 +6,14 @@ ends limited by a tbf qdisc to each bandwidth of --bandwidths in turn (bench/net
 bandwidth, the training benchmark (bench/src/train.cpp, bench/py_train.py) runs as a 2-machine
 job with one process per machine, for each side of --sides:
 
-  cpp/no, cpp/bf16, cpp/fp16   `accel launch --num_machines 2 ... [--comm_hook H] accel_bench
-                               train` in each namespace
+  cpp/no, cpp/bf16, cpp/fp16,  `accel launch --num_machines 2 ... [--comm_hook H] accel_bench
+  cpp/powersgd                 train` in each namespace
   python/no, python/bf16, ...  `python -m torch.distributed.run --nnodes 2 --nproc_per_node 1
                                ... py_train.py [--comm_hook H]` in each namespace (Accelerate's
                                DistributedDataParallelKwargs(comm_hook=...))
+
+PowerSGD runs with rank --powersgd-rank and compresses from the third step on both sides
+(start_powerSGD_iter 2, the least torch accepts), so the warm-up covers the uncompressed steps.
 
 The sides' order rotates from one repetition to the next; the table gives medians. Every
 launch records what the programs say they used: each rank's gradient transport (C++: the
@@ -29,7 +32,9 @@ timestamps). So
     steps/s <= R x 1448 / (8 x P x b x 1514)      (R in bit/s)
 
 wide (5,267,466 params) at 1 Gbit/s: 5.67 steps/s uncompressed, 11.35 with bf16; at 10 Gbit/s
-56.7 and 113.5 (above what 2 cores compute). A side reaches the bound only if the all-reduce
+56.7 and 113.5 (above what 2 cores compute). PowerSGD sends each compressed rows x cols matrix as
+(rows + cols) x r fp32 values (P, then Q) and the rest as it is: for wide at rank 1, 12,820
+values, 51 KB a step (the bound is thousands of steps/s: the CPU decides). A side reaches the bound only if the all-reduce
 overlaps all of forward and backward; the table shows each side's share of it.
 
 --check verifies the namespaces, the shaping and the teardown (no timing assertions) and
@@ -58,7 +63,13 @@ import run as bench_run  # noqa: E402  (QuietWaiter, measured, base_env, json_li
 # Parameter counts (bench/src/bench.h), for the wire bound and the step counts before the
 # first launch reports the real count.
 MODEL_PARAMS = {"mlp": 85_002, "wide": 5_267_466, "conv": 206_922}
-VALUE_BYTES = {"no": 4, "fp16": 2, "bf16": 2}
+# Their parameters' shapes, for what PowerSGD sends.
+MODEL_SHAPES = {
+    "mlp": [(256, 64), (256,), (256, 256), (256,), (10, 256), (10,)],
+    "wide": [(2048, 512), (2048,), (2048, 2048), (2048,), (10, 2048), (10,)],
+    "conv": [(16, 1, 3, 3), (16,), (32, 16, 3, 3), (32,), (128, 1568), (128,), (10, 128), (10,)],
+}
+VALUE_BYTES = {"no": 4, "fp16": 2, "bf16": 2, "powersgd": 4}
 FRAME = 1514 / 1448  # bytes on the wire (Ethernet frame) per byte of TCP payload
 IMPLS = {"cpp": "C++", "python": "Python"}
 TRANSPORT_LINE = re.compile(r"accelerate: rank (\d+) of (\d+): gradients are summed through (.+)$")
@@ -73,9 +84,27 @@ def default_python():
     return sys.executable
 
 
-def wire_bound(params, hook, bits):
+def wire_values(model, hook, params, rank=1):
+    """Values each direction of the link carries per step: every parameter's gradient, or with
+    PowerSGD the factors of the matrices it compresses (DDP's rule: when they are less than
+    half the matrix) and the rest as it is."""
+    if hook != "powersgd":
+        return params
+    values = 0
+    for shape in MODEL_SHAPES[model]:
+        numel = math.prod(shape)
+        if len(shape) < 2:
+            values += numel
+            continue
+        rows, cols = shape[0], numel // shape[0]
+        r = min(rank, rows, cols)
+        values += (rows + cols) * r if (rows + cols) * r * 2 < rows * cols else numel
+    return values
+
+
+def wire_bound(values, hook, bits):
     """Steps per second the link allows (see the module's docstring)."""
-    return bits / (8 * params * VALUE_BYTES[hook] * FRAME)
+    return bits / (8 * values * VALUE_BYTES[hook] * FRAME)
 
 
 def side_label(side):
@@ -158,6 +187,8 @@ class Bench:
                    "--main_process_port", str(port), "--rdzv_timeout", "120", "-v"]
             if hook != "no":
                 cmd += ["--comm_hook", hook]
+            if hook == "powersgd":
+                cmd += ["--powersgd_rank", str(a.powersgd_rank), "--powersgd_start_iter", "2"]
             cmd += [a.binary, "train", *job]
         else:
             cmd = [a.python, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
@@ -165,6 +196,8 @@ class Bench:
                    f"--master_port={port}", os.path.join(HERE, "py_train.py"), *job]
             if hook != "no":
                 cmd += ["--comm_hook", hook]
+            if hook == "powersgd":
+                cmd += ["--powersgd_rank", str(a.powersgd_rank), "--powersgd_start_iter", "2"]
         return pair.exec_argv(m, cmd, {"GLOO_SOCKET_IFNAME": pair.veth[m]})
 
     def launch(self, side, steps, warmup):
@@ -238,7 +271,8 @@ def plan_steps(args, side, bits):
     state at the wire bound or --max-steps-per-s, whichever is lower (a launch cannot go
     faster than either, so it times at least --seconds)."""
     hook = side.split("/")[1]
-    rate = min(wire_bound(MODEL_PARAMS[args.model], hook, bits), args.max_steps_per_s)
+    values = wire_values(args.model, hook, MODEL_PARAMS[args.model], args.powersgd_rank)
+    rate = min(wire_bound(values, hook, bits), args.max_steps_per_s)
     steps = args.steps or max(10, math.ceil(args.seconds * rate))
     warmup = args.warmup if args.warmup is not None else max(3, math.ceil(steps / 10))
     return steps, warmup
@@ -250,7 +284,7 @@ def benchmark(args):
         impl, _, hook = side.partition("/")
         if impl not in IMPLS or hook not in VALUE_BYTES:
             sys.exit(f"machines.py: unknown side {side!r} (impl/hook: impl in cpp, python; "
-                     "hook in no, fp16, bf16)")
+                     "hook in no, fp16, bf16, powersgd)")
     bandwidths = [(b, netns.parse_rate(b)) for b in args.bandwidths.split(",")]
     if any(s.startswith("cpp/") for s in sides):
         for path in (args.accel, args.binary):
@@ -357,7 +391,7 @@ def summarize(args, name, bits, entry, sides, plans, launches, refused):
     rows = []
     for side in sides:
         hook = side.split("/")[1]
-        bound = wire_bound(params, hook, bits)
+        bound = wire_bound(wire_values(args.model, hook, params, args.powersgd_rank), hook, bits)
         ok = [r for r in launches[side] if "steps_per_s" in r]
         data = {"steps": plans[side][0], "warmup": plans[side][1], "launches": launches[side],
                 "wire_bound_steps_per_s": round(bound, 3)}
@@ -405,6 +439,9 @@ def summarize(args, name, bits, entry, sides, plans, launches, refused):
               1.7 if hook == "bf16" else None)
         ratio(f"Python {hook} / Python no compression", f"python/{hook}", "python/no")
         ratio(f"C++ {hook} / Python {hook}", f"cpp/{hook}", f"python/{hook}")
+    ratio("C++ powersgd / C++ no compression", "cpp/powersgd", "cpp/no")
+    ratio("Python powersgd / Python no compression", "python/powersgd", "python/no")
+    ratio("C++ powersgd / Python powersgd", "cpp/powersgd", "python/powersgd")
     # torch refuses the bf16 hook on CPU; fp16 puts the same bytes on the wire.
     ratio("C++ bf16 / Python fp16 (same bytes on the wire)", "cpp/bf16", "python/fp16")
     lines = [f"### {netns.format_rate(bits)} ({name}): tbf on both veth ends, burst "
@@ -554,12 +591,15 @@ def main():
     parser.add_argument("--bandwidths", default="1gbit,10gbit",
                         help="tc rates, comma-separated (bit units: kbit, mbit, gbit)")
     parser.add_argument("--sides",
-                        default="cpp/no,cpp/bf16,cpp/fp16,python/no,python/bf16,python/fp16",
-                        help="impl/hook, impl in cpp, python; hook in no, fp16, bf16. torch "
+                        default="cpp/no,cpp/bf16,cpp/fp16,cpp/powersgd,python/no,python/bf16,"
+                                "python/fp16,python/powersgd",
+                        help="impl/hook, impl in cpp, python; hook in no, fp16, bf16, powersgd. torch "
                              "refuses the bf16 hook on CPU (Gloo): python/bf16 is recorded as "
                              "refused after its first launch, python/fp16 is the compressed "
                              "Python side")
     parser.add_argument("--reps", type=int, default=3, help="launches per side and bandwidth")
+    parser.add_argument("--powersgd-rank", type=int, default=1,
+                        help="PowerSGD's matrix_approximation_rank, both sides")
     parser.add_argument("--model", default="wide", choices=sorted(MODEL_PARAMS))
     parser.add_argument("--batch", type=int, default=64, help="per process")
     parser.add_argument("--threads", type=int, default=1, help="compute threads per process")

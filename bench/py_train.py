@@ -53,6 +53,8 @@ def used(model):
         for name in ("fp16", "bf16"):
             if logged and logged.startswith(name):
                 record["comm_hook"] = name
+        if logged and logged.startswith("powerSGD"):
+            record["comm_hook"] = "powersgd"
         if logged and record["comm_hook"] == "no":
             record["comm_hook"] = logged
     return record
@@ -66,13 +68,24 @@ def main():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--comm_hook", default="no", choices=("no", "fp16", "bf16"),
+    parser.add_argument("--comm_hook", default="no", choices=("no", "fp16", "bf16", "powersgd"),
                         help="DDP gradient compression, Accelerate's way")
+    parser.add_argument("--powersgd_rank", type=int, default=1)
+    parser.add_argument("--powersgd_start_iter", type=int, default=2,
+                        help="DDP's start_powerSGD_iter (torch wants at least 2)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     handlers = []
-    if args.comm_hook != "no":
+    if args.comm_hook == "powersgd":
+        # One bucket: with several, DDP's PowerSGD hook on Gloo fails with a collective
+        # mismatch (each bucket's second all-reduce is started from a Gloo thread when its
+        # first completes, so the processes can start them in different orders).
+        handlers.append(DistributedDataParallelKwargs(
+            bucket_cap_mb=1024, comm_hook=DDPCommunicationHookType.POWER_SGD,
+            comm_state_option={"matrix_approximation_rank": args.powersgd_rank,
+                               "start_powerSGD_iter": args.powersgd_start_iter}))
+    elif args.comm_hook != "no":
         handlers.append(DistributedDataParallelKwargs(
             comm_hook=DDPCommunicationHookType(args.comm_hook)))
     accelerator = Accelerator(cpu=True, kwargs_handlers=handlers)
