@@ -151,22 +151,53 @@ void use_cuda_device(const torch::Device &device) {
 #endif
 }
 
-// One process group per process, shared by every Accelerator alive in it (a program may create
-// more than one, as Python Accelerate's shared state allows).
+// One process group per process, joined by its first Accelerator and kept until the process
+// ends, as Python Accelerate's shared state is: later Accelerators (one per call of a training
+// helper, say) use it as well. Joining again would be a second rendezvous on the same port,
+// which rank 0 cannot serve under `accel launch` (the listening socket it inherited closed with
+// the first store), and which a faster rank could reach while rank 0's first store still
+// listens. Never destroyed: at exit the backend's threads and the store end with the process,
+// and the shared-memory segment's name was removed when every process had mapped it.
 std::shared_ptr<detail::ProcessGroup>
 shared_group(const ProcessInfo &info, const torch::Device &device, const Options &options) {
+  struct Joined {
+    std::shared_ptr<detail::ProcessGroup> group;
+    Options options;
+  };
   static std::mutex mutex;
-  static std::weak_ptr<detail::ProcessGroup> current;
+  static auto *joined = new std::optional<Joined>();
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto group = current.lock()) {
-    return group;
+  if (*joined) {
+    // The settings that shape the group cannot change for a later Accelerator: say so rather
+    // than ignore them.
+    const auto &first = (*joined)->options;
+    std::string differs;
+    if (!options.backend.empty() && options.backend != (*joined)->group->backend_name()) {
+      differs = "backend '" + options.backend + "' (joined with '" +
+                (*joined)->group->backend_name() + "')";
+    } else if (*options.shared_memory != *first.shared_memory) {
+      differs = std::string("shared_memory ") + (*options.shared_memory ? "on" : "off") +
+                " (joined with it " + (*first.shared_memory ? "on" : "off") + ")";
+    } else if (*options.timeout != *first.timeout) {
+      differs = "timeout " + detail::seconds_text(*options.timeout) + " (joined with " +
+                detail::seconds_text(*first.timeout) + ")";
+    }
+    if (!differs.empty()) {
+      throw std::invalid_argument("accelerate: this process joined the job with an earlier "
+                                  "Accelerator, whose process group every later one shares; "
+                                  "this one asks for " +
+                                  differs +
+                                  ". Give every Accelerator of a process the same "
+                                  "backend, shared_memory and timeout");
+    }
+    return (*joined)->group;
   }
   detail::ProcessGroupOptions group_options;
   group_options.backend = options.backend.empty() ? "auto" : options.backend;
   group_options.timeout = *options.timeout;
   group_options.shared_memory = *options.shared_memory;
   auto group = detail::ProcessGroup::connect(info, device.type(), group_options);
-  current = group;
+  *joined = Joined{group, options};
   return group;
 }
 

@@ -165,8 +165,14 @@ void PowerSgdBucket::finish(ProcessGroup &group, const torch::Tensor &flat,
       const auto approximation_t = matrix.q.t();
       if (settings_.error_feedback) {
         // This process's share of what was missed: its input less its share of the average's
-        // approximation P Qᵀ. Over the processes these add up to all that was missed.
-        at::addmm_out(matrix.error, m, matrix.p, approximation_t, 1.0, -1.0 / world);
+        // approximation P Qᵀ. Over the processes these add up to all that was missed. At rank 1
+        // addr does it in one pass; addmm into another tensor copies the input there first.
+        if (matrix.r == 1) {
+          at::addr_out(matrix.error, m, matrix.p.view({-1}), matrix.q.view({-1}), 1.0,
+                       -1.0 / world);
+        } else {
+          at::addmm_out(matrix.error, m, matrix.p, approximation_t, 1.0, -1.0 / world);
+        }
       }
       at::mm_out(m, matrix.p, approximation_t); // the approximated average becomes .grad
     }

@@ -109,13 +109,14 @@ bool store_has(c10d::Store &store, const std::vector<std::string> &keys, const P
   }
 }
 
-// Every rank checks in and waits for the others, so a missing peer is reported by name.
+// Every rank checks in as `stage` ("arrived", "joined") and waits for the others, so a missing
+// peer is reported by name.
 void wait_for_all_ranks(c10d::Store &store, const ProcessInfo &info,
-                        std::chrono::milliseconds timeout) {
-  store.set("accel/arrived/" + std::to_string(info.rank), std::vector<uint8_t>{1});
+                        std::chrono::milliseconds timeout, const std::string &stage) {
+  store.set("accel/" + stage + "/" + std::to_string(info.rank), std::vector<uint8_t>{1});
   std::vector<std::string> keys;
   for (int rank = 0; rank < info.world_size; ++rank) {
-    keys.push_back("accel/arrived/" + std::to_string(rank));
+    keys.push_back("accel/" + stage + "/" + std::to_string(rank));
   }
   // Polled rather than store.wait(): after a timed-out wait the client connection is unusable,
   // and we still need it to find out who is missing.
@@ -219,7 +220,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
 
   test_fault_point("rendezvous");
   auto store = open_store(info, options.timeout);
-  wait_for_all_ranks(*store, info, options.timeout);
+  wait_for_all_ranks(*store, info, options.timeout, "arrived");
   // The backend's own keys live under a prefix so that ours never collide with them.
   group->store_ = c10::make_intrusive<c10d::PrefixStore>("accel/pg", store);
 #ifdef USE_C10D_NCCL
@@ -243,6 +244,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
                                                 options.timeout, refusal);
   group->shared_memory_ = std::move(verdict.allreduce);
   group->shared_memory_unused_ = verdict.why_not;
+  // Rank 0 hosts the store: no rank leaves before every rank is done reading from it, so that
+  // a rank 0 that ends (or fails) right after cannot cut a slower rank off mid-rendezvous.
+  wait_for_all_ranks(*store, info, options.timeout, "joined");
   if (logs_info()) {
     // What `accel launch -v` shows: the transport is recorded by the program, never assumed.
     std::fprintf(stderr, "accelerate: rank %d of %d: gradients are summed through %s\n", info.rank,

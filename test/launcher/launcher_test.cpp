@@ -256,6 +256,20 @@ TEST(Launch, ABusyPortIsReplacedOnOneMachine) {
       << result.out;
 }
 
+// A training helper that makes its own Accelerator, called three times: each call after the
+// first shares the process group of the first (a second rendezvous would need the listening
+// socket rank 0 inherited from `accel launch`, which closed with the first store).
+TEST(Launch, AcceleratorsMadeOneAfterAnotherShareTheJob) {
+  const auto result =
+      run_command(launch({"--num_processes", "2", HELPER_PER_CALL_PROGRAM}), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char *lr : {"lr 0.01", "lr 0.02", "lr 0.05"}) {
+    EXPECT_NE(result.out.find(std::string("[rank0] ") + lr + ": weight "), std::string::npos)
+        << result.out;
+  }
+  EXPECT_NE(result.out.find("on all 2 processes"), std::string::npos) << result.out;
+}
+
 TEST(Launch, ABusyPortIsAnErrorAcrossMachines) {
   BusyPort busy;
   const auto result =

@@ -163,6 +163,28 @@ struct DeepNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(DeepNet);
 
+// Accelerators made one after another (a helper that makes one per call) share the process
+// group the first joined, as Python Accelerate's state is shared; settings that would need
+// another group are refused, not ignored.
+TEST(Accelerator, LaterAcceleratorsShareTheJobAndRefuseOtherGroupSettings) {
+  auto results = run_in_processes(2, [](const Peer &) {
+    for (int round = 0; round < 3; ++round) {
+      accelerate::Accelerator accelerator;
+      EXPECT_EQ(accelerator.reduce(torch::ones({1})).item<float>(), 2.0f) << "round " << round;
+    }
+    accelerate::Options other;
+    other.timeout = std::chrono::seconds(7);
+    try {
+      accelerate::Accelerator accelerator(other);
+      ADD_FAILURE() << "a different timeout was accepted";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_NE(std::string(error.what()).find("this one asks for timeout 7"), std::string::npos)
+          << error.what();
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
   auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Options options;

@@ -104,6 +104,9 @@ INSTANTIATE_TEST_SUITE_P(PowerSgd, Transport, ::testing::Values(true, false),
 // Without error feedback the mean stays as far from it as the first step.
 TEST(PowerSgd, ErrorFeedbackGivesBackWhatTheApproximationsMissed) {
   auto results = run_in_processes(2, [](const Peer &peer) {
+    // Gloo, where PowerSGD is meant to run; its waits also block instead of polling, which
+    // keeps a thousand steps quick when other tests share the cores.
+    setenv("ACCELERATE_SHARED_MEMORY", "false", 1);
     for (const bool feedback : {true, false}) {
       auto options = power_sgd(/*rank=*/1, /*start_iteration=*/0);
       options.power_sgd.use_error_feedback = feedback;
@@ -114,7 +117,7 @@ TEST(PowerSgd, ErrorFeedbackGivesBackWhatTheApproximationsMissed) {
       const auto weight = model->first->weight;
       const auto expected =
           exact_average(accelerator, local_loss(model, peer.rank, 16), {weight})[0];
-      constexpr int kSteps = 500;
+      constexpr int kSteps = 300;
       auto applied = torch::zeros_like(weight);
       double first_step_error = 0;
       for (int step = 0; step < kSteps; ++step) {
@@ -195,6 +198,7 @@ TEST(PowerSgd, ANonFiniteStepLeavesNothingBehind) {
 // uncompressed run's loss.
 TEST(PowerSgd, TrainingReachesTheUncompressedLoss) {
   auto results = run_in_processes(2, [](const Peer &peer) {
+    setenv("ACCELERATE_SHARED_MEMORY", "false", 1); // as in the test above
     double final_loss[2] = {0, 0};
     for (const bool compressed : {false, true}) {
       accelerate::Options options;
