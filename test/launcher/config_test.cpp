@@ -33,7 +33,10 @@ TEST(Config, AccelerateDefaultFileLoadsAndFlagsOverrideIt) {
                                      kIsolated);
   EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
   EXPECT_EQ(from_file.out, "[rank0] 1 true\n");
-  EXPECT_EQ(from_file.err, "") << "default values of Python-only keys deserve no note";
+  // Only a note matters here: another test's job may hold the default port meanwhile, which
+  // the launcher reports on stderr too.
+  EXPECT_EQ(from_file.err.find("note"), std::string::npos)
+      << "default values of Python-only keys deserve no note: " << from_file.err;
 
   const auto overridden = run_command(
       {ACCEL_BIN, "launch", "--config_file", file, "--num_processes", "2", "--mixed_precision",
