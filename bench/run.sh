@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds what the benchmarks need, runs them, and prints their tables (docs/benchmarks.md):
 #   runtime   bench/run.py: one-process overhead, 2-process training vs Python Accelerate, sync
-#   scaling   bench/scaling.py: 1 process (1 and 2 threads) vs 2 processes, per model and batch
+#   scaling   bench/scaling.py: 1 process (1 and 2 threads) vs 2 processes, per model and batch;
+#             bench/lockstep.py: a 2-process step's sync, waiting for the peer vs the sum
 #   machines  bench/machines.py: a 2-machine job over a tbf-limited veth pair (needs root)
 #   rewrite   bench/rewrite_speed.py: accel-rewrite vs clang++ -fsyntax-only and clang-tidy
 # What it builds:
@@ -80,6 +81,12 @@ wants runtime && run_suite runtime "$venv/bin/python" bench/run.py --binary "$be
   --json "$out/runtime.json" ${run_py_args[@]+"${run_py_args[@]}"}
 wants scaling && run_suite scaling python3 bench/scaling.py --binary "$bench_build/accel_bench" \
   --json "$out/scaling.json"
+# Where the 2-process jobs' sync time goes (docs/benchmarks.md, "The limit for mlp and conv").
+wants scaling && run_suite lockstep python3 bench/lockstep.py --model mlp \
+  --binary "$bench_build/accel_bench" --accel "$build/bin/accel" --json "$out/lockstep-mlp.json"
+wants scaling && run_suite lockstep python3 bench/lockstep.py --model conv --steps 400 \
+  --warmup 40 --binary "$bench_build/accel_bench" --accel "$build/bin/accel" \
+  --json "$out/lockstep-conv.json"
 if wants machines; then
   if [ "$(id -u)" = 0 ]; then
     run_suite machines python3 bench/machines.py --binary "$bench_build/accel_bench" \
