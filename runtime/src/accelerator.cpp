@@ -175,6 +175,9 @@ shared_group(const ProcessInfo &info, const torch::Device &device, const Options
     if (!options.backend.empty() && options.backend != (*joined)->group->backend_name()) {
       differs = "backend '" + options.backend + "' (joined with '" +
                 (*joined)->group->backend_name() + "')";
+    } else if (*options.cpu != *first.cpu) {
+      differs = std::string("cpu ") + (*options.cpu ? "true" : "false") + " (joined with " +
+                (*first.cpu ? "true" : "false") + ")";
     } else if (*options.shared_memory != *first.shared_memory) {
       differs = std::string("shared_memory ") + (*options.shared_memory ? "on" : "off") +
                 " (joined with it " + (*first.shared_memory ? "on" : "off") + ")";
@@ -188,7 +191,7 @@ shared_group(const ProcessInfo &info, const torch::Device &device, const Options
                                   "this one asks for " +
                                   differs +
                                   ". Give every Accelerator of a process the same "
-                                  "backend, shared_memory and timeout");
+                                  "backend, cpu, shared_memory and timeout");
     }
     return (*joined)->group;
   }
