@@ -44,6 +44,7 @@ config.substitutions += [
     # lit's shell does not expand $PATH: a PATH with accel's tools first, spelled out.
     ("%path_with_tools", config.accel_tools_dir + os.pathsep + os.environ.get("PATH", "")),
     ("%accel_docs", os.path.join(config.accel_src_root, "docs")),
+    ("%accel_src_root", config.accel_src_root),
     ("%accel_tidy_plugin", os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")),
     (r"%clang-tidy(?![\w-])", llvm_tool("clang-tidy")),
     (r"%clang-apply-replacements(?![\w-])", llvm_tool("clang-apply-replacements")),

@@ -297,6 +297,7 @@ static int printProblems(const Outcome &Out) {
 static int writeResults(const Options &Opts, const std::vector<std::string> &Inputs,
                         std::vector<Outcome> &Outcomes) {
   int Status = ExitSuccess; // The first failure decides; the other inputs still count.
+  bool Declined = false;
   for (size_t I = 0; I < Inputs.size(); ++I) {
     int Code = printProblems(Outcomes[I]);
     if (Code != ExitSuccess) {
@@ -309,8 +310,10 @@ static int writeResults(const Options &Opts, const std::vector<std::string> &Inp
     if (!emit(Opts, Inputs[I], *Outcomes[I].Result) && Status == ExitSuccess) {
       Status = ExitIOError;
     }
+    Declined = Declined || Outcomes[I].Result->Declined;
   }
-  return Status;
+  // A failure says more than a declined loop, whose output was written.
+  return Status == ExitSuccess && Declined ? ExitDeclined : Status;
 }
 
 // The lint mode: the findings in the chosen format on stdout, a summary on stderr; exit 0

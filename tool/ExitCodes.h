@@ -26,6 +26,10 @@ enum ExitCode : std::uint8_t { // What a process can return: 0-255.
   /// An input is not a LibTorch program: empty, binary (it holds NUL bytes), or it parses but
   /// includes nothing of LibTorch. Nothing was written for it.
   ExitNotLibTorch = 5,
+  /// Every output was written, but training that cannot be rewritten right was left as
+  /// written (accel-training-loop's warnings say why and what to do by hand): the output
+  /// does not yet train data-parallel there.
+  ExitDeclined = 6,
 
   // --check (the lint mode) has its own, as CI gates expect: 0 clean, 1 findings, 2 anything
   // that kept it from checking (a bad command line included).

@@ -1,9 +1,14 @@
 //===- RuleRunner.cpp - Matches of the rules, as findings and edits -------===//
 #include "accel/rewrites/Engine.h"
 
+#include "analysis/AnalysisContext.h"
+
 #include "clang/AST/ASTContext.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/Tooling/Transformer/RewriteRule.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <iterator>
 
 namespace accel::rewrites {
 
@@ -30,6 +35,16 @@ RuleRunner::RuleRunner(llvm::ArrayRef<RuleInfo> Selected)
 }
 
 RuleRunner::~RuleRunner() = default;
+
+AnalysisContext &RuleRunner::analysesFor(clang::ASTContext &Ctx) {
+  // A new unit, or a front end (clang-tidy) that matches without calling match() or reset():
+  // analyses never outlive the AST they were computed on.
+  if (!Analyses || &Analyses->astContext() != &Ctx ||
+      Analyses->translationUnit() != Ctx.getTranslationUnitDecl()) {
+    Analyses = std::make_unique<AnalysisContext>(Ctx);
+  }
+  return *Analyses;
+}
 
 void RuleRunner::registerMatchers(size_t RuleIndex, MatchFinder &Into,
                                   MatchFinder::MatchCallback *Receiver) const {
@@ -88,6 +103,7 @@ void RuleRunner::warn(size_t RuleIndex, const clang::SourceManager &SM, clang::S
 void RuleRunner::collect(size_t RuleIndex, const MatchFinder::MatchResult &Match) {
   const Rule &Rule = Built[RuleIndex];
   const clang::SourceManager &SM = *Match.SourceManager;
+  AnalysisContext::Scope Installed(analysesFor(*Match.Context));
   size_t Case = clang::transformer::detail::findSelectedCase(Match, Rule);
   llvm::Expected<Finding> Note = Rule.Metadata[Case]->eval(Match);
   if (!Note) {
@@ -95,7 +111,12 @@ void RuleRunner::collect(size_t RuleIndex, const MatchFinder::MatchResult &Match
          "internal error: " + llvm::toString(Note.takeError()));
     return;
   }
-  if (Note->Kind == Finding::Warning) {
+  if (Note->Kind == Finding::Decline) {
+    // A training loop that cannot be made right: what goes with it stays as written.
+    Declined = true;
+    DeclinedRanges = AnalysisContext::of(*Match.Context).trainingPlans().DeclinedRanges;
+  }
+  if (Note->Kind != Finding::Rewrite) {
     warn(RuleIndex, SM, Note->Loc, Note->Message);
     return;
   }
@@ -174,6 +195,7 @@ private:
 
 void RuleRunner::match(clang::ASTContext &Ctx, llvm::ArrayRef<clang::Decl *> MainFileDecls) {
   Ctx.setTraversalScope(std::vector<clang::Decl *>(MainFileDecls.begin(), MainFileDecls.end()));
+  Analyses = std::make_unique<AnalysisContext>(Ctx);
   Finder.matchAST(Ctx);
   Finder.match(*Ctx.getTranslationUnitDecl(), Ctx);
 }
@@ -182,17 +204,41 @@ std::unique_ptr<clang::ASTConsumer> RuleRunner::makeConsumer(const clang::Source
   return std::make_unique<MainFileMatcher>(*this, SM);
 }
 
+namespace {
+bool inAny(const std::vector<std::pair<unsigned, unsigned>> &Ranges, unsigned Offset) {
+  return llvm::any_of(Ranges, [&](const std::pair<unsigned, unsigned> &Range) {
+    return Range.first <= Offset && Offset < Range.second;
+  });
+}
+} // namespace
+
 FileFindings RuleRunner::finish(llvm::StringRef FileName) const {
   FileFindings Result;
+  Result.Declined = Declined;
+  // A declined training loop takes its transaction's edits with it (DeclinedRanges); the
+  // findings that explained them go too, warnings stay.
+  auto Applies = [&](const TextEdit &Edit) { return !inAny(DeclinedRanges, Edit.Offset); };
+  auto Kept = [&](const RuleFinding &Found) {
+    return !Found.Rewrite || llvm::all_of(Found.Fix, [&](const FixEdit &Edit) {
+      return !inAny(DeclinedRanges, Edit.Offset);
+    });
+  };
+  std::set<TextEdit> Edits;
+  llvm::copy_if(Primary.Edits, std::inserter(Edits, Edits.end()), Applies);
   // The companions (the include, the Accelerator) edit a file only next to another rule's
   // edit; their warnings always count.
-  std::set<TextEdit> Edits = Primary.Edits;
-  if (!Edits.empty()) {
-    Edits.insert(Companions.Edits.begin(), Companions.Edits.end());
+  bool OthersEdit = !Edits.empty();
+  if (OthersEdit) {
+    llvm::copy_if(Companions.Edits, std::inserter(Edits, Edits.end()), Applies);
   }
-  auto Findings = Primary.Findings;
+  std::map<std::tuple<unsigned, unsigned, std::string, std::string>, RuleFinding> Findings;
+  for (const auto &[Key, Found] : Primary.Findings) {
+    if (Kept(Found)) {
+      Findings.emplace(Key, Found);
+    }
+  }
   for (const auto &[Key, Found] : Companions.Findings) {
-    if (!Found.Rewrite || !Primary.Edits.empty()) {
+    if (!Found.Rewrite || (OthersEdit && Kept(Found))) {
       Findings.emplace(Key, Found);
     }
   }
@@ -206,6 +252,9 @@ FileFindings RuleRunner::finish(llvm::StringRef FileName) const {
 void RuleRunner::reset() {
   Primary = Collected();
   Companions = Collected();
+  Analyses.reset();
+  Declined = false;
+  DeclinedRanges.clear();
 }
 
 } // namespace accel::rewrites

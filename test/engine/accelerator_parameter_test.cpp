@@ -2,7 +2,7 @@
 // which helpers get `accelerate::Accelerator &accelerator`, which calls pass it, and why a
 // helper that trains cannot get it.
 #include "snippet.h"
-#include "utils/AcceleratorParameter.h"
+#include "analysis/AcceleratorParameter.h"
 
 #include "clang/ASTMatchers/ASTMatchFinder.h"
 

@@ -20,18 +20,22 @@ struct NetImpl : torch::nn::Module {
 TORCH_MODULE(Net);
 )cpp";
 
-std::unique_ptr<clang::ASTUnit> parseSnippet(llvm::StringRef Code) {
+Snippet::Snippet(std::unique_ptr<clang::ASTUnit> Parsed)
+    : Unit(std::move(Parsed)), Analyses(Unit->getASTContext()), Installed(Analyses) {}
+
+std::unique_ptr<Snippet> parseSnippet(llvm::StringRef Code) {
   std::vector<std::string> Args = {ACCEL_TEST_PRELUDE_FLAGS};
   Args.insert(Args.end(), {"-include-pch", ACCEL_TEST_PRELUDE_PCH,
                            "-resource-dir=" ACCEL_TEST_RESOURCE_DIR, "-w"});
   std::unique_ptr<clang::ASTUnit> AST =
       clang::tooling::buildASTFromCodeWithArgs(Code, Args, "input.cpp");
   EXPECT_TRUE(AST && !AST->getDiagnostics().hasErrorOccurred()) << "the snippet does not compile";
-  if (AST) {
-    // Matchers and parent maps see the snippet only: LibTorch's own declarations stay unread.
-    AST->getASTContext().setTraversalScope(snippetDecls(*AST));
+  if (!AST) {
+    return nullptr;
   }
-  return AST;
+  // Matchers and parent maps see the snippet only: LibTorch's own declarations stay unread.
+  AST->getASTContext().setTraversalScope(snippetDecls(*AST));
+  return std::make_unique<Snippet>(std::move(AST));
 }
 
 std::vector<clang::Decl *> snippetDecls(clang::ASTUnit &AST) {
@@ -53,7 +57,7 @@ const clang::FunctionDecl *functionNamed(clang::ASTUnit &AST, llvm::StringRef Na
 }
 
 accel::rewrites::FileFindings runRules(llvm::StringRef Code, llvm::StringRef Spec) {
-  std::unique_ptr<clang::ASTUnit> AST = parseSnippet(Code);
+  std::unique_ptr<Snippet> AST = parseSnippet(Code);
   if (!AST) {
     return {};
   }

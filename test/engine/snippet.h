@@ -2,6 +2,7 @@
 #pragma once
 
 #include "accel/rewrites/Engine.h"
+#include "analysis/AnalysisContext.h"
 
 #include "clang/Frontend/ASTUnit.h"
 #include "llvm/ADT/StringRef.h"
@@ -16,8 +17,25 @@ namespace accel::test {
 /// Linear layer, 4 inputs), on lines 1 to 7.
 extern const char *const NetModel;
 
-/// Code parsed as "input.cpp" after <torch/torch.h>; fails the test on a compile error.
-std::unique_ptr<clang::ASTUnit> parseSnippet(llvm::StringRef Code);
+/// A parsed snippet. While it lives, the analyses of its translation unit are installed, so
+/// that a test can call them directly, as a rule does under the RuleRunner.
+class Snippet {
+public:
+  explicit Snippet(std::unique_ptr<clang::ASTUnit> Parsed);
+  clang::ASTContext &getASTContext() { return Unit->getASTContext(); }
+  clang::DiagnosticsEngine &getDiagnostics() { return Unit->getDiagnostics(); }
+  clang::SourceManager &getSourceManager() { return Unit->getSourceManager(); }
+  operator clang::ASTUnit &() { return *Unit; }
+
+private:
+  std::unique_ptr<clang::ASTUnit> Unit;
+  accel::rewrites::AnalysisContext Analyses;
+  accel::rewrites::AnalysisContext::Scope Installed;
+};
+
+/// Code parsed as "input.cpp" after <torch/torch.h>; fails the test on a compile error (and
+/// returns null).
+std::unique_ptr<Snippet> parseSnippet(llvm::StringRef Code);
 /// The declarations the snippet itself wrote (none from the prelude).
 std::vector<clang::Decl *> snippetDecls(clang::ASTUnit &AST);
 /// The function of that name in the snippet, or null.

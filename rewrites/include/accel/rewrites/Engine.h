@@ -29,6 +29,8 @@
 
 namespace accel::rewrites {
 
+class AnalysisContext;
+
 /// One replacement of the original text: Length bytes at Offset become Text. Lines and
 /// columns (1-based; the end is exclusive) locate it for reports.
 struct FixEdit {
@@ -71,6 +73,10 @@ struct FileFindings {
   /// The engine's own warnings (two rules editing overlapping text), which are no rule's
   /// finding, as "file: warning: ...".
   std::vector<std::string> ToolWarnings;
+  /// A training loop was declined (Finding::Decline): it and what goes with it stay as
+  /// written, and a warning says why. Front ends report it (accel-rewrite exits with
+  /// ExitDeclined).
+  bool Declined = false;
 };
 
 /// Runs a selection of rules over one translation unit at a time.
@@ -103,7 +109,7 @@ public:
 
   /// The findings and merged edits of what was collected, for the file named FileName.
   FileFindings finish(llvm::StringRef FileName) const;
-  /// Forgets what was collected (the next translation unit starts).
+  /// Forgets what was collected and the analyses of the unit (the next one starts).
   void reset();
 
 private:
@@ -114,6 +120,8 @@ private:
     std::map<std::tuple<unsigned, unsigned, std::string, std::string>, RuleFinding> Findings;
   };
   void record(RuleFinding Found, size_t RuleIndex);
+  /// The analyses of the translation unit being matched, made for it on first use.
+  AnalysisContext &analysesFor(clang::ASTContext &Ctx);
   void warn(size_t RuleIndex, const clang::SourceManager &SM, clang::SourceLocation Loc,
             const std::string &Message);
 
@@ -122,6 +130,12 @@ private:
   std::vector<std::unique_ptr<Callback>> Callbacks;
   clang::ast_matchers::MatchFinder Finder;
   Collected Primary, Companions;
+  /// What the rules know about the current translation unit; dropped by reset().
+  std::unique_ptr<AnalysisContext> Analyses;
+  /// A rule declined a training loop of the current file: no edit in DeclinedRanges (the
+  /// main file's offsets, from analysis/TrainingPlan.h) applies.
+  bool Declined = false;
+  std::vector<std::pair<unsigned, unsigned>> DeclinedRanges;
 };
 
 /// Merges edits: duplicates (the same edit found twice) once, two insertions at one place in

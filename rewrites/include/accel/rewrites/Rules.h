@@ -25,6 +25,10 @@ struct Finding {
     Rewrite,
     /// The match is left alone; Message says why and what to change by hand.
     Warning,
+    /// A training loop that cannot be made right (docs/rules/accel-training-loop.md): the
+    /// engine applies none of the edits of its transaction (analysis/TrainingPlan.h,
+    /// DeclinedRanges) and reports this as a warning.
+    Decline,
   };
   KindType Kind = Rewrite;
   /// Where the finding points (may be a macro location; front ends map it to the file).

@@ -1,0 +1,83 @@
+//===- AcceleratorParameter.h - Helpers that get the accelerator -*- C++ -*-===//
+//
+// Programs often train in a helper function (`train(model, optimizer, loader)`) that main or
+// another setup function calls. accel-accelerator passes the accelerator into such a helper:
+// a first parameter `accelerate::Accelerator &accelerator` on each of its declarations, and
+// `accelerator` as the first argument of each call, so that the other rules rewrite the
+// helper's backward, step, accumulate, autocast, prints and saves as in main. This is the analysis
+// of which functions get it, computed once per translation unit (analysis/AnalysisContext.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "clang/AST/Expr.h"
+#include "clang/ASTMatchers/ASTMatchers.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <memory>
+#include <string>
+
+namespace accel::rewrites {
+
+/// What the analysis says about one function of the main file that needs the accelerator
+/// (it trains, prints or saves, or calls a function that does) and has none.
+struct AcceleratorParameterPlan {
+  /// The function's canonical declaration (the pattern's, for a template).
+  const clang::FunctionDecl *Function = nullptr;
+  /// It calls backward itself: a warning is due when the parameter cannot be added.
+  bool Trains = false;
+  /// accel-accelerator adds the parameter and passes the accelerator at every call.
+  bool Receives = false;
+  /// Why it cannot (empty when it can): the function is virtual, its address is taken, it is
+  /// declared outside the main file, or a caller has no accelerator to pass.
+  std::string Problem;
+};
+
+/// Which functions of a translation unit get the parameter, and why others cannot (owned by
+/// the unit's AnalysisContext).
+struct AcceleratorParameterAnalysis {
+  llvm::DenseMap<const clang::FunctionDecl *, AcceleratorParameterPlan> Plans;
+  llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> PassingCalls;
+  llvm::DenseMap<const clang::FunctionDecl *, llvm::SmallVector<const clang::CallExpr *, 2>>
+      Calls;
+  /// The function whose body holds each of those calls (a lambda's call operator).
+  llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> CallerOf;
+};
+std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(clang::ASTContext &Ctx);
+
+/// The plan for a function (any declaration or instantiation of it), or null when it needs
+/// no accelerator parameter.
+const AcceleratorParameterPlan *acceleratorParameterPlan(const clang::FunctionDecl *Function,
+                                                         clang::ASTContext &Ctx);
+/// True when accel-accelerator gives Function the accelerator parameter.
+bool receivesAcceleratorParameter(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
+/// The function a call in user code calls, when that function receives the accelerator
+/// parameter (so the call must pass it); null otherwise.
+const clang::FunctionDecl *callPassingAccelerator(const clang::CallExpr *Call,
+                                                  clang::ASTContext &Ctx);
+
+/// The calls in the main file's code (template patterns, not instantiations) of a function
+/// (any declaration or instantiation of it). Operator calls are not listed.
+llvm::ArrayRef<const clang::CallExpr *> callsInMainFile(const clang::FunctionDecl *Function,
+                                                        clang::ASTContext &Ctx);
+
+/// The function whose body holds a call listed by callsInMainFile (a lambda's call operator
+/// for a lambda), or null.
+const clang::FunctionDecl *callerOf(const clang::CallExpr *Call, clang::ASTContext &Ctx);
+/// Every function of the main file that callsInMainFile lists calls of.
+llvm::SmallVector<const clang::FunctionDecl *, 8> calledFunctions(clang::ASTContext &Ctx);
+
+/// std::cout, or a call of printf: what accel-print makes print once.
+bool isStdoutPrint(const clang::Stmt *S);
+/// Whether S or a statement below it writes what every process would write again (a print
+/// to standard output, torch::save): functions that do get the accelerator.
+bool writesOutput(const clang::Stmt *S);
+
+AST_MATCHER(clang::FunctionDecl, receivesAccelerator) {
+  return receivesAcceleratorParameter(&Node, Finder->getASTContext());
+}
+
+} // namespace accel::rewrites

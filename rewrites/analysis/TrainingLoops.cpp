@@ -1,0 +1,269 @@
+//===- TrainingLoops.cpp - Where a program trains -------------------------===//
+#include "analysis/TrainingLoops.h"
+
+#include "analysis/AcceleratorParameter.h"
+#include "support/Calls.h"
+#include "support/LibTorchTypes.h"
+#include "analysis/SetupFunction.h"
+
+#include "clang/AST/DeclTemplate.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/ASTMatchers/ASTMatchFinder.h"
+
+#include <optional>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel::rewrites {
+
+const VarDecl *iteratedVar(const CXXForRangeStmt *Loop) { return namedVar(Loop->getRangeInit()); }
+
+const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
+  if (!Var || !Var->isLocalVarDecl() || !Var->getInit()) {
+    return nullptr;
+  }
+  const auto *Call = dyn_cast_or_null<CallExpr>(spelled(Var->getInit()));
+  if (!Call || qualifiedName(Call->getDirectCallee()) != "torch::data::make_data_loader") {
+    return nullptr;
+  }
+  // The stateless overloads return unique_ptr<StatelessDataLoader<...>>; a stateful
+  // dataset has no sampler to shard.
+  const auto *Pointer =
+      dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Call->getType()));
+  if (!Pointer || Pointer->getTemplateArgs().size() < 1 ||
+      Pointer->getTemplateArgs()[0].getKind() != TemplateArgument::Type ||
+      !isClassOrDerived(Pointer->getTemplateArgs()[0].getAsType(),
+                        "torch::data::StatelessDataLoader")) {
+    return nullptr;
+  }
+  return Call;
+}
+
+namespace {
+/// Whether a range-for in Body iterates Var, and whether one that does calls backward.
+void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &Trains) {
+  forEachStmt(Body, [&](const Stmt *S) {
+    if (const auto *Loop = dyn_cast<CXXForRangeStmt>(S); Loop && iteratedVar(Loop) == Var) {
+      Iterated = true;
+      Trains = Trains || containsBackward(Loop->getBody());
+    }
+  });
+}
+
+/// A parameter whose type is deduced from the argument (`Loader &`, `auto &`), so it accepts
+/// the sharded loader as well as LibTorch's.
+bool isDeducedParameter(const FunctionDecl *Callee, unsigned Index) {
+  const FunctionDecl *Pattern = Callee->getTemplateInstantiationPattern();
+  if (!Pattern || Index >= Pattern->getNumParams()) {
+    return false;
+  }
+  QualType Type = Pattern->getParamDecl(Index)->getType().getNonReferenceType();
+  return isa<TemplateTypeParmType>(Type.getUnqualifiedType().getCanonicalType().getTypePtr());
+}
+} // namespace
+
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader) {
+  llvm::SmallVector<LoaderHandOff, 2> Result;
+  const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
+  if (!Function || !Function->hasBody()) {
+    return Result;
+  }
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CallExpr>(S);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (!Callee || !Callee->hasBody() || Callee == Function) {
+      return;
+    }
+    // A call of a lambda or another call operator lists the object as argument 0.
+    unsigned Skip = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+    for (unsigned I = Skip; I < Call->getNumArgs(); ++I) {
+      if (namedVar(Call->getArg(I)) != Loader || I - Skip >= Callee->getNumParams()) {
+        continue;
+      }
+      LoaderHandOff HandOff;
+      HandOff.Callee = Callee;
+      HandOff.AcceptsShardedLoader = isDeducedParameter(Callee, I - Skip);
+      rangeForsOver(Callee->getBody(), Callee->getParamDecl(I - Skip), HandOff.Iterates,
+                    HandOff.Trains);
+      Result.push_back(HandOff);
+    }
+  });
+  return Result;
+}
+
+bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
+  if (!makeDataLoaderInit(Loader)) {
+    return false;
+  }
+  const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
+  if (!Function || !Function->hasBody() || match(acceleratorFunction(), *Function, Ctx).empty()) {
+    return false;
+  }
+  bool Iterated = false, Trains = false;
+  rangeForsOver(Function->getBody(), Loader, Iterated, Trains);
+  for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+    Trains = Trains || (HandOff.Trains && HandOff.AcceptsShardedLoader);
+  }
+  return Trains;
+}
+
+std::string shardingProblem(const VarDecl *Loader) {
+  const CallExpr *Call = makeDataLoaderInit(Loader);
+  if (!Call) {
+    return "";
+  }
+  std::string Name = Loader->getNameAsString();
+  if (!isa<AutoType>(Loader->getType().getTypePtr()) &&
+      !Loader->getType()->getContainedAutoType()) {
+    return "data loader '" + Name +
+           "' is declared with its type spelled out; declare it 'auto' and create it with "
+           "accelerator.prepare_data_loader<Sampler>(...), which returns a sharded loader";
+  }
+  const auto *Callee = dyn_cast<DeclRefExpr>(Call->getCallee()->IgnoreImplicit());
+  if (!Callee) {
+    return "data loader '" + Name + "' is made through an expression accel-rewrite cannot "
+           "rename; create it with accelerator.prepare_data_loader<Sampler>(...)";
+  }
+  if (writtenArgs(Call).size() == 3 && Callee->hasExplicitTemplateArgs()) {
+    return "make_data_loader with a sampler object and explicit template arguments: call "
+           "accelerator.prepare_data_loader(dataset, sampler, options) by hand";
+  }
+  return "";
+}
+
+bool isShardedLoader(const VarDecl *Var, ASTContext &Ctx, int Depth) {
+  if (!Var || Depth > 4) {
+    return false;
+  }
+  if (makeDataLoaderInit(Var)) {
+    return isTrainingLoader(Var, Ctx) && shardingProblem(Var).empty();
+  }
+  if (const auto *Param = dyn_cast<ParmVarDecl>(Var)) {
+    // A parameter: sharded when a call in this file passes a sharded loader to it.
+    const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
+    unsigned Index = Param->getFunctionScopeIndex();
+    for (const CallExpr *Call :
+         Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>()) {
+      if (Index < Call->getNumArgs() &&
+          isShardedLoader(namedVar(Call->getArg(Index)), Ctx, Depth + 1)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // Already ported: auto loader = accelerator.prepare_data_loader<...>(...).
+  const Expr *Init = Var->getInit() ? spelled(Var->getInit()) : nullptr;
+  return Init && isMethodCall(Init, "accelerate::Accelerator", "prepare_data_loader");
+}
+
+bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
+  for (const DynTypedNode &Parent : Ctx.getParents(*Var)) {
+    for (const DynTypedNode &Grand : Ctx.getParents(Parent)) {
+      if (const auto *Loop = Grand.get<CXXForRangeStmt>(); Loop && Loop->getLoopVariable() == Var) {
+        const VarDecl *Loader = iteratedVar(Loop);
+        return Loader && isTrainingLoader(Loader, Ctx);
+      }
+    }
+  }
+  return false;
+}
+
+namespace {
+/// The nearest ancestor of Node (following first parents) for which Stop holds, or nullopt.
+std::optional<DynTypedNode> nearestAncestor(const DynTypedNode &Node, ASTContext &Ctx,
+                                            llvm::function_ref<bool(const DynTypedNode &)> Stop) {
+  DynTypedNode Current = Node;
+  for (int Depth = 0; Depth < 512; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return std::nullopt;
+    }
+    Current = Parents[0];
+    if (Stop(Current)) {
+      return Current;
+    }
+  }
+  return std::nullopt;
+}
+
+bool isFunctionBoundary(const DynTypedNode &Node) {
+  return Node.get<FunctionDecl>() || Node.get<LambdaExpr>();
+}
+
+bool isLoop(const Stmt *S) {
+  return S && (isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S));
+}
+} // namespace
+
+const FunctionDecl *enclosingFunction(const DynTypedNode &Node, ASTContext &Ctx) {
+  auto Found = nearestAncestor(Node, Ctx, isFunctionBoundary);
+  if (!Found) {
+    return nullptr;
+  }
+  if (const auto *Lambda = Found->get<LambdaExpr>()) {
+    return Lambda->getCallOperator();
+  }
+  return Found->get<FunctionDecl>();
+}
+
+const Stmt *innermostLoop(const DynTypedNode &Node, ASTContext &Ctx) {
+  auto Found = nearestAncestor(Node, Ctx, [](const DynTypedNode &Ancestor) {
+    return isFunctionBoundary(Ancestor) || isLoop(Ancestor.get<Stmt>());
+  });
+  return Found && isLoop(Found->get<Stmt>()) ? Found->get<Stmt>() : nullptr;
+}
+
+bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
+  bool Found = false;
+  forEachStmt(Loop, [&](const Stmt *S) {
+    Found = Found || (isBackwardCall(S) && innermostLoop(DynTypedNode::create(*S), Ctx) == Loop);
+  });
+  return Found;
+}
+
+bool isTrainingStepFunction(const FunctionDecl *Function) {
+  llvm::SmallVector<const FunctionDecl *, 2> Versions = {Function};
+  if (const FunctionTemplateDecl *Template = Function->getDescribedFunctionTemplate()) {
+    for (const FunctionDecl *Instance : Template->specializations()) {
+      Versions.push_back(Instance);
+    }
+  }
+  for (const FunctionDecl *Version : Versions) {
+    if (!Version->hasBody()) {
+      continue;
+    }
+    ASTContext &Ctx = Version->getASTContext();
+    bool Found = false;
+    forEachStmt(Version->getBody(), [&](const Stmt *S) {
+      if (Found || !isBackwardCall(S)) {
+        return;
+      }
+      DynTypedNode Node = DynTypedNode::create(*S);
+      Found = !innermostLoop(Node, Ctx) && enclosingFunction(Node, Ctx) == Version;
+    });
+    if (Found) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+AST_MATCHER(Stmt, holdsTrainingStep) { return isTrainingStepLoop(&Node, Finder->getASTContext()); }
+AST_MATCHER(FunctionDecl, isStepFunction) { return isTrainingStepFunction(&Node); }
+} // namespace
+
+StatementMatcher trainingStepBody() {
+  auto Body = hasBody(compoundStmt().bind("body"));
+  auto Loop =
+      stmt(inUserCode(), anyOf(forStmt(Body), cxxForRangeStmt(Body), whileStmt(Body), doStmt(Body)),
+           holdsTrainingStep(), forFunction(acceleratorFunction()))
+          .bind("loop");
+  auto StepFunction =
+      compoundStmt(inUserCode(), hasParent(functionDecl(receivesAccelerator(), isStepFunction())))
+          .bind("body");
+  return stmt(anyOf(Loop, StepFunction));
+}
+
+} // namespace accel::rewrites

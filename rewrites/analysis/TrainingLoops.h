@@ -1,0 +1,64 @@
+//===- TrainingLoops.h - Where a program trains -----------------*- C++ -*-===//
+//
+// The analysis of training loops: which data loader a loop trains on (in its function or in
+// a function it is passed to), which loop runs one training step per iteration, and the
+// function a statement is in.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/ASTMatchers/ASTMatchers.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace accel::rewrites {
+
+/// The variable a range-for iterates (`for (auto& b : *loader)` gives `loader`).
+const clang::VarDecl *iteratedVar(const clang::CXXForRangeStmt *Loop);
+/// A local variable initialised by torch::data::make_data_loader (the stateless overloads).
+const clang::CallExpr *makeDataLoaderInit(const clang::VarDecl *Var);
+/// A make_data_loader variable that a range-for with a backward call in its body iterates,
+/// in its function or in a function it is passed to whose parameter accepts the sharded
+/// loader: the rule accel-data-loader shards it.
+bool isTrainingLoader(const clang::VarDecl *Loader, clang::ASTContext &Ctx);
+/// A call in the loader's function that passes it (or *it) to another function.
+struct LoaderHandOff {
+  const clang::FunctionDecl *Callee = nullptr; // the instantiation, for a template
+  bool Iterates = false;                       // the callee's range-for iterates the parameter
+  bool Trains = false;                         // ... with a backward call in its body
+  /// The parameter's type is deduced (`Loader &`, `auto &`): the sharded loader fits it.
+  bool AcceptsShardedLoader = false;
+};
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const clang::VarDecl *Loader);
+/// Why accel-data-loader cannot rewrite a make_data_loader variable (its type is spelled out,
+/// a sampler object with explicit template arguments), or "" when it can.
+std::string shardingProblem(const clang::VarDecl *Loader);
+/// A loader variable whose batches are this process's shard: one made by make_data_loader
+/// that accel-data-loader shards, one made by accelerator.prepare_data_loader, or a parameter
+/// that a call in this file passes such a loader to.
+bool isShardedLoader(const clang::VarDecl *Var, clang::ASTContext &Ctx, int Depth = 0);
+/// The loop variable of a range-for over a training loader.
+bool isTrainingBatch(const clang::VarDecl *Var, clang::ASTContext &Ctx);
+
+/// The function whose body a statement or declaration is in (lambdas count as functions).
+const clang::FunctionDecl *enclosingFunction(const clang::DynTypedNode &Node,
+                                             clang::ASTContext &Ctx);
+/// The innermost loop (for, range-for, while, do) around Node inside its function, or null.
+const clang::Stmt *innermostLoop(const clang::DynTypedNode &Node, clang::ASTContext &Ctx);
+/// A loop that runs one training step per iteration: a backward call has it as its innermost
+/// loop.
+bool isTrainingStepLoop(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+/// A function that is one training step: it calls backward outside any loop (in a template,
+/// in an instantiation), e.g. `train_step(model, optimizer, batch)` called once per batch.
+bool isTrainingStepFunction(const clang::FunctionDecl *Function);
+/// A training step's braced body, in user code of a function where generated code may name
+/// `accelerator`, bound as "body": the body of a training-step loop (the loop bound as
+/// "loop"), or the body of a helper that is a training-step function and gets the accelerator
+/// as a parameter.
+clang::ast_matchers::StatementMatcher trainingStepBody();
+
+} // namespace accel::rewrites

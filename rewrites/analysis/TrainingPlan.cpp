@@ -1,0 +1,455 @@
+//===- TrainingPlan.cpp - The plan of each training loop ------------------===//
+#include "analysis/TrainingPlan.h"
+
+#include "analysis/AcceleratorParameter.h"
+#include "analysis/AnalysisContext.h"
+#include "analysis/SetupFunction.h"
+#include "analysis/TrainingLoops.h"
+#include "support/Calls.h"
+#include "support/LibTorchTypes.h"
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/ASTMatchers/ASTMatchFinder.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <map>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel::rewrites {
+namespace {
+
+/// Backward calls in the main file's code, template instantiations included (in a template,
+/// `loss.backward()` on a dependent `loss` is a call only in the instantiations).
+class BackwardCalls : public RecursiveASTVisitor<BackwardCalls> {
+public:
+  explicit BackwardCalls(const SourceManager &SM) : SM(SM) {}
+  bool shouldVisitTemplateInstantiations() const { return true; }
+
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) &&
+        !SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation()))) {
+      return true; // headers are no plan's business
+    }
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitStmt(Stmt *S) {
+    if (isBackwardCall(S) && SM.isWrittenInMainFile(SM.getExpansionLoc(S->getBeginLoc()))) {
+      Found.push_back(S);
+    }
+    return true;
+  }
+
+  const SourceManager &SM;
+  std::vector<const Stmt *> Found;
+};
+
+unsigned offsetOf(const Stmt *S, const SourceManager &SM) {
+  return SM.getFileOffset(SM.getExpansionLoc(S->getBeginLoc()));
+}
+
+/// The object a member call is on, as a declaration: `opt` in `opt.step()`, `opt->step()`
+/// (raw or smart pointer) and `(*opt).step()`; a field for `this->opt.step()`.
+const ValueDecl *calledOn(const CXXMemberCallExpr *Call) {
+  const Expr *Object = Call->getImplicitObjectArgument();
+  if (!Object) {
+    return nullptr;
+  }
+  Object = Object->IgnoreParenImpCasts();
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+    Object = Arrow->getArg(0)->IgnoreParenImpCasts();
+  }
+  if (const VarDecl *Var = namedVar(Object)) {
+    return Var;
+  }
+  if (const auto *Member = dyn_cast<MemberExpr>(spelled(Object))) {
+    return Member->getMemberDecl();
+  }
+  return nullptr;
+}
+
+bool isOptimizerStep(const Stmt *S, const CXXMemberCallExpr *&Call) {
+  Call = dyn_cast<CXXMemberCallExpr>(S);
+  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "step") {
+    return false;
+  }
+  const Expr *Object = Call->getImplicitObjectArgument();
+  QualType Type = Object ? Object->getType() : QualType();
+  if (!Type.isNull() && Type->isPointerType()) {
+    Type = Type->getPointeeType();
+  }
+  return isOptimizerType(Type);
+}
+
+/// Follows an optimizer (a local, or a helper's parameter) back to the local variable that
+/// creates it, through the calls of this file; null with Why set when that cannot be told.
+const VarDecl *creatingVariable(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
+                                int Depth = 0) {
+  std::string Name = "'" + Var->getNameAsString() + "'";
+  if (Depth > 4) {
+    Why = "optimizer " + Name + " is passed through too many functions to follow";
+    return nullptr;
+  }
+  if (const auto *Param = dyn_cast<ParmVarDecl>(Var)) {
+    const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
+    llvm::ArrayRef<const CallExpr *> Calls =
+        Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>();
+    if (Calls.empty()) {
+      Why = "optimizer " + Name + " is a parameter of " + functionLabel(Function) +
+            ", which no code in this file calls";
+      return nullptr;
+    }
+    unsigned Index = Param->getFunctionScopeIndex();
+    const VarDecl *Created = nullptr;
+    for (const CallExpr *Call : Calls) {
+      const VarDecl *Passed = Index < Call->getNumArgs() ? namedVar(Call->getArg(Index)) : nullptr;
+      const VarDecl *Origin = Passed ? creatingVariable(Passed, Ctx, Why, Depth + 1) : nullptr;
+      if (!Origin) {
+        if (Why.empty()) {
+          Why = "cannot tell which optimizer a call of " + functionLabel(Function) + " passes as " +
+                Name;
+        }
+        return nullptr;
+      }
+      if (Created && Created != Origin) {
+        Why = "calls of " + functionLabel(Function) + " pass different optimizers as " + Name;
+        return nullptr;
+      }
+      Created = Origin;
+    }
+    return Created;
+  }
+  if (!Var->isLocalVarDecl() || Var->getType()->isReferenceType() ||
+      Var->getType()->isPointerType() || !isOptimizerType(Var->getType())) {
+    Why = "optimizer " + Name +
+          " is not a local variable holding the optimizer itself, so accel-rewrite cannot "
+          "tell where it is created";
+    return nullptr;
+  }
+  return Var;
+}
+
+/// The nearest range-for around S (S itself included) inside its function, innermost first,
+/// that iterates a loader whose batches are this process's shard; null when there is none.
+/// Nearest is set to the nearest range-for of any kind.
+const VarDecl *shardedLoaderAround(const Stmt *S, ASTContext &Ctx,
+                                   const CXXForRangeStmt *&Nearest) {
+  Nearest = nullptr;
+  DynTypedNode Current = DynTypedNode::create(*S);
+  for (int Depth = 0; Depth < 256; ++Depth) {
+    if (const auto *Loop = Current.get<CXXForRangeStmt>()) {
+      Nearest = Nearest ? Nearest : Loop;
+      if (const VarDecl *Loader = iteratedVar(Loop); Loader && isShardedLoader(Loader, Ctx)) {
+        return Loader;
+      }
+    }
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty() || Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return nullptr;
+    }
+    Current = Parents[0];
+  }
+  return nullptr;
+}
+
+std::string line(SourceLocation Loc, const SourceManager &SM) {
+  return std::to_string(SM.getExpansionLineNumber(Loc));
+}
+
+/// Fills Plan's optimizers, setup and loader, or its problem.
+void plan(LoopPlan &Plan, ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  // One warning per loop, at the loop (at a step helper's name); the text names the part.
+  auto Problem = [&](std::string Text) {
+    if (Plan.Problem.empty()) {
+      Plan.Problem = std::move(Text);
+      Plan.ProblemLoc = Plan.Kind == LoopPlan::StepFunction && Plan.Function
+                            ? Plan.Function->getLocation()
+                            : Plan.Unit->getBeginLoc();
+    }
+  };
+  const FunctionDecl *Function = Plan.Function;
+  if (!Function) {
+    Problem("backward outside any function");
+    return;
+  }
+  if (Plan.Kind == LoopPlan::StraightLine) {
+    Problem("a training step outside any loop in " + functionLabel(Function) +
+                    " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
+                    "helper called once per batch); rewrite it by hand with "
+                    "accelerator.backward(loss), accelerator.step(optimizer) and "
+                    "accelerator.zero_grad(optimizer), after accelerator.prepare");
+    return;
+  }
+
+  // What the unit steps, and where each optimizer is created and prepared.
+  llvm::SmallVector<const CXXMemberCallExpr *, 2> Steps;
+  forEachStmt(Plan.Unit, [&](const Stmt *S) {
+    const CXXMemberCallExpr *Step = nullptr;
+    if (isOptimizerStep(S, Step)) {
+      Steps.push_back(Step);
+    }
+  });
+  if (Steps.empty()) {
+    Problem("this training loop calls no optimizer.step() (the step is elsewhere, or the "
+                "parameters are updated by hand), so accel-rewrite cannot tell what to prepare; "
+                "call accelerator.prepare(model, optimizer) before it and "
+                "accelerator.backward(loss) in it by hand");
+    return;
+  }
+  for (const CXXMemberCallExpr *Step : Steps) {
+    if (!writtenArgs(Step).empty()) {
+      Problem("this optimizer step takes a closure, which accelerator.step does not; rewrite "
+              "the loop by hand (step only when accelerator.sync_gradients())");
+      return;
+    }
+    const ValueDecl *Object = calledOn(Step);
+    const auto *Var = dyn_cast_or_null<VarDecl>(Object);
+    if (!Var) {
+      Problem(Object ? "optimizer '" + Object->getNameAsString() +
+                           "' is a class member, which accel-prepare does not prepare; call "
+                           "accelerator.prepare(model, optimizer) on the members by hand"
+                     : std::string("cannot tell which optimizer this step is on; call "
+                                   "accelerator.prepare(model, optimizer) by hand"));
+      return;
+    }
+    std::string Why;
+    const VarDecl *Created = creatingVariable(Var, Ctx, Why);
+    if (!Created) {
+      Problem(Why + "; call accelerator.prepare(model, optimizer) where "
+                                         "both are created, before training");
+      return;
+    }
+    const auto *Setup = dyn_cast<FunctionDecl>(Created->getDeclContext());
+    if (!Setup) {
+      Problem("optimizer '" + Created->getNameAsString() +
+                                          "' is not created in a function");
+      return;
+    }
+    const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Setup);
+    if (!Info.AlreadyPrepared) {
+      if (!Info.Problem.empty()) {
+        // accel-prepare's own warning says why; this one says what it means for the loop.
+        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() +
+                        "' in " + functionLabel(Setup) + " (its warning on line " +
+                        line(Info.ProblemLoc, SM) + " says why), so nothing here is "
+                        "synchronised");
+        return;
+      }
+      if (!Info.LastDefinition || !llvm::is_contained(Info.Optimizers, Created)) {
+        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() +
+                    "' in " + functionLabel(Setup) +
+                    "; call accelerator.prepare(model, " + Created->getNameAsString() +
+                    ") there after both are created, before training");
+        return;
+      }
+    }
+    if (!llvm::is_contained(Plan.Optimizers, Created)) {
+      Plan.Optimizers.push_back(Created);
+    }
+    Plan.Setup = Setup;
+  }
+
+  if (match(acceleratorFunction(), *Function, Ctx).empty()) {
+    std::string Why;
+    if (const AcceleratorParameterPlan *Parameter = acceleratorParameterPlan(Function, Ctx);
+        Parameter && !Parameter->Problem.empty()) {
+      Why = " (" + Parameter->Problem + ")";
+    }
+    Problem("training in " + functionLabel(Function) + " cannot get the accelerator" + Why +
+                    "; pass 'accelerate::Accelerator &accelerator' to it by hand and rewrite "
+                    "its training with accelerator.backward and accelerator.step");
+    return;
+  }
+  // The batches: a loop over a loader that gives each process its shard, around the unit or
+  // (for a step helper) around every call of it.
+  auto NoShard = [&](const CXXForRangeStmt *Nearest, const std::string &Where) {
+    std::string Source =
+        Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
+    Problem("the batches " + Where + " come from " + Source +
+                ", which accel-rewrite cannot shard: every process would train on all of it; "
+                "iterate a loader made with torch::data::make_data_loader (declared auto), or "
+                "give each process its part by hand (accelerator.process_index(), "
+                "accelerator.num_processes())");
+  };
+  if (Plan.Kind == LoopPlan::Loop) {
+    const CXXForRangeStmt *Nearest = nullptr;
+    Plan.Loader = shardedLoaderAround(Plan.Unit, Ctx, Nearest);
+    if (!Plan.Loader) {
+      NoShard(Nearest, "of this training loop");
+    }
+    return;
+  }
+  llvm::ArrayRef<const CallExpr *> Calls = callsInMainFile(Function, Ctx);
+  for (const CallExpr *Call : Calls) {
+    const CXXForRangeStmt *Nearest = nullptr;
+    const VarDecl *Loader = shardedLoaderAround(Call, Ctx, Nearest);
+    if (!Loader) {
+      NoShard(Nearest,
+              "of the training step " + functionLabel(Function) + " called on line " +
+                  line(Call->getBeginLoc(), SM));
+      return;
+    }
+    Plan.Loader = Loader;
+  }
+}
+
+/// The named function whose body holds Function's code: itself, or for a lambda the function
+/// it is defined in; the template pattern's canonical declaration.
+const FunctionDecl *owningFunction(const FunctionDecl *Function) {
+  while (Function) {
+    const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+    if (!Method || !Method->getParent()->isLambda()) {
+      break;
+    }
+    Function = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext());
+  }
+  if (!Function) {
+    return nullptr;
+  }
+  if (const FunctionDecl *Pattern = Function->getTemplateInstantiationPattern()) {
+    Function = Pattern;
+  }
+  return Function->getCanonicalDecl();
+}
+
+/// The functions and loader declarations a declined plan takes with it (TrainingPlans::
+/// DeclinedRanges), as offsets of the main file.
+void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Declined, DeclinedSetups;
+  for (const LoopPlan &Plan : Plans.Loops) {
+    if (!Plan.sound()) {
+      Declined.insert(owningFunction(Plan.Function));
+      if (Plan.Setup) {
+        DeclinedSetups.insert(owningFunction(Plan.Setup));
+      }
+    }
+  }
+  if (Declined.empty()) {
+    return;
+  }
+  for (const LoopPlan &Plan : Plans.Loops) {
+    if (Plan.Setup && DeclinedSetups.count(owningFunction(Plan.Setup))) {
+      Declined.insert(owningFunction(Plan.Function));
+    }
+  }
+  Declined.insert(DeclinedSetups.begin(), DeclinedSetups.end());
+  Declined.erase(nullptr);
+  // Helpers that get the accelerator from a declined function, and the functions that would
+  // pass it to a declined helper, go with it: a call passing `accelerator` to a helper left
+  // as written would not compile.
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    for (const FunctionDecl *Callee : calledFunctions(Ctx)) {
+      bool Receives = receivesAcceleratorParameter(Callee, Ctx);
+      for (const CallExpr *Call : callsInMainFile(Callee, Ctx)) {
+        const FunctionDecl *Caller = owningFunction(callerOf(Call, Ctx));
+        const FunctionDecl *Helper = owningFunction(Callee);
+        if (!Caller || !Helper || !Receives) {
+          continue;
+        }
+        if (Declined.count(Caller) && Declined.insert(Helper).second) {
+          Changed = true;
+        }
+        if (Declined.count(Helper) && Declined.insert(Caller).second) {
+          Changed = true;
+        }
+      }
+    }
+  }
+  auto Add = [&](SourceRange Range) {
+    SourceLocation Begin = SM.getExpansionLoc(Range.getBegin());
+    SourceLocation End = SM.getExpansionRange(Range.getEnd()).getEnd();
+    if (SM.isWrittenInMainFile(Begin) && SM.isWrittenInMainFile(End)) {
+      Plans.DeclinedRanges.push_back({SM.getFileOffset(Begin), SM.getFileOffset(End) + 1});
+    }
+  };
+  for (const FunctionDecl *Function : Declined) {
+    for (const FunctionDecl *Declaration : Function->redecls()) {
+      Add(Declaration->getSourceRange());
+    }
+  }
+  // A loader made elsewhere and handed to a declined function keeps LibTorch's loader.
+  auto Loaders = match(
+      varDecl(hasInitializer(hasDescendant(callExpr(
+                  callee(functionDecl(hasName("::torch::data::make_data_loader")))))))
+          .bind("loader"),
+      Ctx);
+  for (const BoundNodes &Found : Loaders) {
+    const auto *Loader = Found.getNodeAs<VarDecl>("loader");
+    if (!makeDataLoaderInit(Loader)) {
+      continue;
+    }
+    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+      if (Declined.count(owningFunction(HandOff.Callee))) {
+        Add(Loader->getSourceRange());
+      }
+    }
+  }
+}
+
+} // namespace
+
+bool TrainingPlans::declines(unsigned Offset) const {
+  return llvm::any_of(DeclinedRanges, [&](const std::pair<unsigned, unsigned> &Range) {
+    return Range.first <= Offset && Offset < Range.second;
+  });
+}
+
+const LoopPlan *TrainingPlans::planOf(const Stmt *Backward, const SourceManager &SM) const {
+  unsigned Offset = offsetOf(Backward, SM);
+  for (size_t I = 0; I < Loops.size(); ++I) {
+    if (llvm::is_contained(BackwardOffsets[I], Offset)) {
+      return &Loops[I];
+    }
+  }
+  return nullptr;
+}
+
+std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {
+  auto Result = std::make_unique<TrainingPlans>();
+  const SourceManager &SM = Ctx.getSourceManager();
+  BackwardCalls Calls(SM);
+  for (Decl *D : Ctx.getTraversalScope()) {
+    Calls.TraverseDecl(D);
+  }
+  // One plan per unit: a template's instantiations share their pattern's unit, and the
+  // first instantiation plans it.
+  std::map<unsigned, size_t> ByUnit;
+  for (const Stmt *Backward : Calls.Found) {
+    if (runsBeforePrepare(Backward, Ctx)) {
+      continue; // a demonstration before prepare: left as written, not training
+    }
+    DynTypedNode Node = DynTypedNode::create(*Backward);
+    LoopPlan Plan;
+    Plan.Function = enclosingFunction(Node, Ctx);
+    if (const Stmt *Loop = innermostLoop(Node, Ctx)) {
+      Plan.Unit = Loop;
+    } else if (Plan.Function && isTrainingStepFunction(Plan.Function) &&
+               receivesAcceleratorParameter(Plan.Function, Ctx)) {
+      Plan.Kind = LoopPlan::StepFunction;
+      Plan.Unit = Plan.Function->getBody();
+    } else {
+      Plan.Kind = LoopPlan::StraightLine;
+      Plan.Unit = Backward;
+    }
+    auto [At, New] = ByUnit.try_emplace(offsetOf(Plan.Unit, SM), Result->Loops.size());
+    if (New) {
+      plan(Plan, Ctx);
+      Result->Loops.push_back(std::move(Plan));
+      Result->BackwardOffsets.emplace_back();
+    }
+    Result->BackwardOffsets[At->second].push_back(offsetOf(Backward, SM));
+  }
+  collectDeclinedRanges(*Result, Ctx);
+  return Result;
+}
+
+} // namespace accel::rewrites

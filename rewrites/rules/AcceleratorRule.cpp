@@ -1,0 +1,158 @@
+//===- AcceleratorRule.cpp - accel-accelerator ----------------------------===//
+//
+// `accelerate::Accelerator accelerator;` as the first statement of the function that sets up
+// training (the one creating an optimizer), which the other rules' edits refer to; and, for
+// helper functions that train, print or save (utils/AcceleratorParameter.h), a first parameter
+// `accelerate::Accelerator &accelerator` and `accelerator` as the first argument of each call.
+// See docs/rules/accel-accelerator.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleFactories.h"
+#include "analysis/AcceleratorParameter.h"
+#include "support/Calls.h"
+#include "support/LibTorchTypes.h"
+#include "support/RuleBuilders.h"
+#include "analysis/SetupFunction.h"
+#include "support/SourceRanges.h"
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/Stmt.h"
+#include "clang/Lex/Lexer.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+
+namespace {
+
+AST_MATCHER(CallExpr, passesAccelerator) {
+  return callPassingAccelerator(&Node, Finder->getASTContext()) != nullptr;
+}
+AST_MATCHER(FunctionDecl, trainsWithoutAccelerator) {
+  const AcceleratorParameterPlan *Plan = acceleratorParameterPlan(&Node, Finder->getASTContext());
+  return Plan && Plan->Trains && !Plan->Receives && !Plan->Problem.empty();
+}
+
+constexpr llvm::StringLiteral ParameterExplanation =
+    "the accelerator is passed in as the first parameter, so that the training steps and "
+    "prints in this function go through it as in the function that sets up training";
+
+Rule declarationRule() {
+  auto AnyAccelerator = varDecl(hasType(isAccelerator()));
+  auto Setup =
+      functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
+                   unless(hasDescendant(AnyAccelerator)), unless(hasAnyParameter(AnyAccelerator)),
+                   hasBody(compoundStmt(hasAnySubstatement(stmt().bind("first")))))
+          .bind("function");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Body =
+        cast<CompoundStmt>(Match.Nodes.getNodeAs<FunctionDecl>("function")->getBody());
+    SourceLocation First = Body->body_front()->getBeginLoc();
+    llvm::SmallVector<Edit, 1> Result;
+    if (First.isMacroID()) {
+      return Result;
+    }
+    SourceLocation At = lineStartBefore(First, *Match.SourceManager);
+    // On a line of its own, indented like the statement after it; beside that statement when
+    // it shares its line with other code (the user's lines are never re-flowed).
+    Result.push_back(insertionAt(At, At == First ? "accelerate::Accelerator accelerator; "
+                                                 : "accelerate::Accelerator accelerator;\n"));
+    return Result;
+  };
+  return makeRule(Setup, Edits, finding(Finding::Rewrite, "first", [](const MatchResult &Match) {
+                    return "the Accelerator sets up the processes of this run; " +
+                           functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
+                           " creates the optimizer";
+                  }));
+}
+
+/// Each declaration of a helper that gets the accelerator: the parameter, first.
+Rule parameterRule() {
+  auto Helper =
+      functionDecl(isExpansionInMainFile(), unless(isInstantiated()), receivesAccelerator())
+          .bind("function");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
+    llvm::SmallVector<Edit, 1> Result;
+    FunctionTypeLoc Type = Function->getFunctionTypeLoc();
+    if (!Type) {
+      return Result;
+    }
+    SourceLocation First =
+        Function->getNumParams() ? Function->getParamDecl(0)->getBeginLoc() : SourceLocation();
+    llvm::Expected<Edit> Parameter =
+        firstInList(Type.getLParenLoc(), First, Type.getRParenLoc(),
+                    "accelerate::Accelerator &accelerator", *Match.SourceManager);
+    if (!Parameter) {
+      llvm::consumeError(Parameter.takeError());
+      return Result;
+    }
+    Result.push_back(*Parameter);
+    return Result;
+  };
+  return makeRule(Helper, Edits, explain("function", ParameterExplanation.str()));
+}
+
+/// Each call of such a helper: `accelerator`, first.
+Rule argumentRule() {
+  auto Call = callExpr(inUserCode(), passesAccelerator()).bind("call");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+    const SourceManager &SM = *Match.SourceManager;
+    llvm::SmallVector<Edit, 1> Result;
+    SourceLocation CalleeEnd = Call->getCallee()->getEndLoc();
+    std::optional<Token> Paren =
+        CalleeEnd.isMacroID() ? std::nullopt
+                              : Lexer::findNextToken(CalleeEnd, SM, Match.Context->getLangOpts());
+    if (!Paren || !Paren->is(tok::l_paren)) {
+      return Result;
+    }
+    llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+    llvm::Expected<Edit> Argument =
+        firstInList(Paren->getLocation(), Args.empty() ? SourceLocation() : Args[0]->getBeginLoc(),
+                    Call->getRParenLoc(), "accelerator", SM);
+    if (!Argument) {
+      llvm::consumeError(Argument.takeError());
+      return Result;
+    }
+    Result.push_back(*Argument);
+    return Result;
+  };
+  return makeRule(Call, Edits, finding(Finding::Rewrite, "call", [](const MatchResult &Match) {
+                    return "passes the accelerator to " +
+                           functionLabel(callPassingAccelerator(
+                               Match.Nodes.getNodeAs<CallExpr>("call"), *Match.Context));
+                  }));
+}
+
+/// A helper that trains but cannot get the parameter: the warning says why and what to do.
+Rule cannotPassRule() {
+  auto Helper = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), isDefinition(),
+                             trainsWithoutAccelerator())
+                    .bind("function");
+  return makeRule(Helper, noEdits(), dynamicFinding("function", [](const MatchResult &Match) {
+                    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
+                    Finding Result;
+                    Result.Kind = Finding::Warning;
+                    Result.Loc = Function->getLocation();
+                    Result.Message =
+                        functionLabel(Function) +
+                        " trains, but the accelerator cannot be passed to it: " +
+                        acceleratorParameterPlan(Function, *Match.Context)->Problem +
+                        "; add a first parameter 'accelerate::Accelerator &accelerator' to it, "
+                        "pass 'accelerator' where it is called, and run accel-rewrite again to "
+                        "rewrite its training step";
+                    return Result;
+                  }));
+}
+
+} // namespace
+
+Rule makeAcceleratorRule() {
+  return applyFirst<Finding>(
+      {declarationRule(), parameterRule(), argumentRule(), cannotPassRule()});
+}
+
+} // namespace accel::rewrites

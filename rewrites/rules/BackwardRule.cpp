@@ -1,0 +1,154 @@
+//===- BackwardRule.cpp - accel-backward ----------------------------------===//
+//
+// loss.backward(args) -> accelerator.backward(loss, args), and
+// torch::autograd::backward({loss}) -> accelerator.backward(loss): the accelerator finishes
+// the gradient all-reduce that started during backward. See docs/rules/accel-backward.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleFactories.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
+#include "analysis/SetupFunction.h"
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/Lex/Lexer.h"
+
+#include <optional>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+namespace {
+
+constexpr llvm::StringLiteral Explanation =
+    "accelerator.backward runs backward and completes the gradient all-reduce across processes";
+
+/// The element of a one-element braced list ({loss}), or null.
+const Expr *singleElement(const Expr *List) {
+  const Expr *E = spelled(List);
+  if (const auto *Init = dyn_cast_or_null<InitListExpr>(E)) {
+    return Init->getNumInits() == 1 ? Init->getInit(0) : nullptr;
+  }
+  if (const auto *Construct = dyn_cast_or_null<CXXStdInitializerListExpr>(E)) {
+    return singleElement(Construct->getSubExpr());
+  }
+  if (const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(E)) {
+    // std::vector<Tensor>{loss}: the initializer_list argument.
+    if (Construct->getNumArgs() >= 1) {
+      return singleElement(Construct->getArg(0));
+    }
+  }
+  return nullptr;
+}
+
+/// The replacement for a backward call, or nullopt when accelerator.backward cannot take it.
+std::optional<std::string> replacement(const MatchResult &Match) {
+  const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+  ASTContext &Ctx = *Match.Context;
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+  std::string Loss;
+  llvm::SmallVector<std::string, 3> Rest;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
+    // backward(gradient, retain_graph, create_graph, inputs): accelerator.backward has all
+    // but inputs.
+    if (Args.size() > 3) {
+      return std::nullopt;
+    }
+    Loss = calledObject(Member, Ctx);
+    if (!Args.empty()) {
+      // The arguments as written, comments included.
+      llvm::Expected<CharSourceRange> Written = callArgs("call")(Match);
+      if (!Written) {
+        llvm::consumeError(Written.takeError());
+        return std::nullopt;
+      }
+      Rest.push_back(
+          Lexer::getSourceText(*Written, *Match.SourceManager, Ctx.getLangOpts()).trim().str());
+    }
+  } else {
+    // torch::autograd::backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+    if (Args.empty() || Args.size() > 4) {
+      return std::nullopt;
+    }
+    const Expr *Tensor = singleElement(Args[0]);
+    if (!Tensor) {
+      return std::nullopt;
+    }
+    Loss = sourceText(Tensor, Ctx);
+    if (Args.size() >= 2) {
+      const Expr *Gradient = singleElement(Args[1]);
+      if (!Gradient) {
+        const auto *Empty = dyn_cast_or_null<InitListExpr>(spelled(Args[1]));
+        if (!Empty || Empty->getNumInits() != 0) {
+          return std::nullopt;
+        }
+        Rest.push_back("{}");
+      } else {
+        Rest.push_back(sourceText(Gradient, Ctx));
+      }
+    }
+    for (size_t I = 2; I < Args.size(); ++I) {
+      Rest.push_back(sourceText(Args[I], Ctx));
+    }
+  }
+  if (Loss.empty()) {
+    return std::nullopt;
+  }
+  std::string Text = "accelerator.backward(" + Loss;
+  for (const std::string &Arg : Rest) {
+    if (Arg.empty()) {
+      return std::nullopt;
+    }
+    Text += ", " + Arg;
+  }
+  return Text + ")";
+}
+
+AST_MATCHER(CallExpr, beforePrepare) { return runsBeforePrepare(&Node, Finder->getASTContext()); }
+
+} // namespace
+
+Rule makeBackwardRule() {
+  auto Backward =
+      callExpr(inUserCode(),
+               anyOf(cxxMemberCallExpr(callsMethod("at::Tensor", "backward")),
+                     callExpr(callee(functionDecl(hasName("::torch::autograd::backward"))))))
+          .bind("call");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    std::optional<std::string> Text = replacement(Match);
+    if (!Text) {
+      return llvm::SmallVector<Edit, 1>();
+    }
+    return edit(changeTo(node("call"), cat(*Text)))(Match);
+  };
+  auto Rewrite = dynamicFinding("call", [](const MatchResult &Match) {
+    Finding Result;
+    // Inside a macro expansion the engine leaves the call alone and says so; that its text
+    // cannot be read there says nothing about its arguments.
+    const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+    bool InMacro = Call->getBeginLoc().isMacroID() || Call->getEndLoc().isMacroID();
+    if (InMacro || replacement(Match)) {
+      Result.Message = Explanation.str();
+    } else {
+      Result.Kind = Finding::Warning;
+      Result.Message =
+          "this backward call has arguments accelerator.backward does not take (it takes the "
+          "loss, a gradient, retain_graph and create_graph); call accelerator.backward(loss, "
+          "...) by hand";
+    }
+    return Result;
+  });
+  return applyFirst<Finding>(
+      {makeRule(callExpr(Backward, beforePrepare()), noEdits(),
+                explain("call", "this backward runs before prepare (a demonstration such as a "
+                                "gradient check): left as written, no setting applies yet")),
+       makeRule(callExpr(Backward, forFunction(acceleratorFunction())), Edits, Rewrite),
+       noAcceleratorRule(callExpr(Backward, forFunction(functionDecl().bind("function"))), "call",
+                         "backward",
+                         "add a parameter 'accelerate::Accelerator& accelerator' to it, pass the "
+                         "accelerator in, and call accelerator.backward(loss)")});
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,139 @@
+//===- DataLoaderRule.cpp - accel-data-loader -----------------------------===//
+//
+// torch::data::make_data_loader<S>(args...) -> accelerator.prepare_data_loader<S>(args...)
+// for training loaders (iterated by a loop that calls backward, here or in a function the
+// loader is passed to), so that every process gets its shard of each epoch. See
+// docs/rules/accel-data-loader.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleFactories.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
+#include "analysis/SetupFunction.h"
+#include "support/SourceRanges.h"
+#include "analysis/TrainingLoops.h"
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/Lex/Lexer.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+namespace {
+
+/// The variable the loader call initialises, or null.
+const VarDecl *loaderVariable(const CallExpr *Call, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Call);
+  for (int Depth = 0; Depth < 8; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    if (const auto *Var = Parents[0].get<VarDecl>()) {
+      return makeDataLoaderInit(Var) == Call ? Var : nullptr;
+    }
+    const auto *E = Parents[0].get<Expr>();
+    if (!E || spelled(E) != Call) {
+      return nullptr;
+    }
+    Current = Parents[0];
+  }
+  return nullptr;
+}
+
+bool iteratedByRangeFor(const VarDecl *Loader, ASTContext &Ctx) {
+  return !match(functionDecl(hasDescendant(cxxForRangeStmt(hasRangeInit(
+                    expr(hasDescendant(declRefExpr(to(varDecl(equalsNode(Loader)))))))))),
+                *cast<FunctionDecl>(Loader->getDeclContext()), Ctx)
+              .empty();
+}
+
+struct Plan {
+  llvm::SmallVector<Edit, 1> Edits;
+  Finding Note;
+};
+
+Plan plan(const MatchResult &Match) {
+  Plan Result;
+  ASTContext &Ctx = *Match.Context;
+  const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
+  const auto *Callee = dyn_cast<DeclRefExpr>(Call->getCallee()->IgnoreImplicit());
+  const VarDecl *Loader = loaderVariable(Call, Ctx);
+  auto Warn = [&](std::string Message) {
+    Result.Note.Kind = Finding::Warning;
+    Result.Note.Message = std::move(Message);
+  };
+  if (!Callee || !Loader || !makeDataLoaderInit(Loader)) {
+    return Result; // Not a loader variable: nothing to say.
+  }
+  std::string Name = Loader->getNameAsString();
+  bool Training = isTrainingLoader(Loader, Ctx);
+  if (!Training) {
+    bool IteratedElsewhere = false;
+    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+      IteratedElsewhere = IteratedElsewhere || HandOff.Iterates;
+      if (HandOff.Trains && !HandOff.AcceptsShardedLoader) {
+        Warn("data loader '" + Name + "' feeds training in " + functionLabel(HandOff.Callee) +
+             ", whose parameter names LibTorch's loader type: make that parameter's type a "
+             "template parameter (template <typename Loader> ... Loader &loader) and create '" +
+             Name +
+             "' with accelerator.prepare_data_loader<Sampler>(...) so that each process "
+             "gets its shard");
+        return Result;
+      }
+    }
+    if (!IteratedElsewhere && !iteratedByRangeFor(Loader, Ctx) &&
+        !match(acceleratorFunction(), *cast<FunctionDecl>(Loader->getDeclContext()), Ctx).empty()) {
+      Warn("data loader '" + Name +
+           "' is not iterated by a loop here; if it feeds training, create it with "
+           "accelerator.prepare_data_loader<Sampler>(dataset, options) so that each process "
+           "gets its shard");
+    }
+    return Result; // An evaluation loader: every process sees all of it.
+  }
+  if (std::string Problem = shardingProblem(Loader); !Problem.empty()) {
+    Warn(Problem);
+    return Result;
+  }
+  llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+  Edit Rename;
+  Rename.Range =
+      CharSourceRange::getTokenRange(Callee->getBeginLoc(), Callee->getNameInfo().getEndLoc());
+  Rename.Replacement = "accelerator.prepare_data_loader";
+  Result.Edits.push_back(Rename);
+  if (Args.size() == 1) {
+    Result.Edits.push_back(
+        insertionAt(Lexer::getLocForEndOfToken(Args[0]->getEndLoc(), 0, *Match.SourceManager,
+                                               Ctx.getLangOpts()),
+                    ", torch::data::DataLoaderOptions()"));
+  }
+  Result.Note.Message = "the training loader '" + Name +
+                        "' gives each process its shard of every epoch, on the "
+                        "accelerator's device";
+  return Result;
+}
+
+} // namespace
+
+Rule makeDataLoaderRule() {
+  auto Call =
+      callExpr(inUserCode(), callee(functionDecl(hasName("::torch::data::make_data_loader"))))
+          .bind("call");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    for (const Edit &E : plan(Match).Edits) {
+      if (E.Range.getBegin().isMacroID() || E.Range.getEnd().isMacroID()) {
+        return llvm::SmallVector<Edit, 1>();
+      }
+    }
+    return plan(Match).Edits;
+  };
+  return makeRule(Call, Edits, dynamicFinding("call", [](const MatchResult &Match) {
+                    return plan(Match).Note;
+                  }));
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,94 @@
+//===- ReduceRule.cpp - accel-reduce --------------------------------------===//
+//
+// Where a running statistic of a training loop over the sharded loader is read (after the
+// loop, in a progress print, in a return), `x` -> `accelerator.reduce(x, "sum")` (or "mean"
+// for summed per-batch means); a batch's value printed in that loop (`loss.item<double>()`)
+// is combined the same way: what the program prints and returns means what it meant on one
+// process. The variable itself is left as this process's share. See utils/Statistics.h and
+// docs/rules/accel-reduce.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleFactories.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
+#include "analysis/SetupFunction.h"
+#include "analysis/Statistics.h"
+
+#include "clang/AST/ExprCXX.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+namespace {
+
+AST_MATCHER(CXXMemberCallExpr, printsBatchValueNode) {
+  std::string Op;
+  return printsBatchValue(&Node, Finder->getASTContext(), Op);
+}
+
+AST_MATCHER(Stmt, onSomeProcesses) { return runsOnSomeProcesses(&Node, Finder->getASTContext()); }
+
+AST_MATCHER(DeclRefExpr, readsStatistic) {
+  std::string Op;
+  return readsRunningStatistic(&Node, Finder->getASTContext(), Op);
+}
+
+std::string operation(const MatchResult &Match) {
+  std::string Op;
+  readsRunningStatistic(Match.Nodes.getNodeAs<DeclRefExpr>("read"), *Match.Context, Op);
+  return Op;
+}
+
+} // namespace
+
+Rule makeReduceRule() {
+  auto Read =
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsStatistic()).bind("read");
+  auto Text = [](const MatchResult &Match) -> std::string {
+    const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
+    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" + operation(Match) +
+           "\")";
+  };
+  auto Printed =
+      cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()), printsBatchValueNode())
+          .bind("item");
+  auto PrintedText = [](const MatchResult &Match) -> std::string {
+    const auto *Item = Match.Nodes.getNodeAs<CXXMemberCallExpr>("item");
+    std::string Op;
+    printsBatchValue(Item, *Match.Context, Op);
+    return "accelerator.reduce(" + sourceText(Item, *Match.Context) + ", \"" + Op + "\")";
+  };
+  auto PrintedRule =
+      makeRule(Printed, changeTo(node("item"), run(PrintedText)),
+               explain("item", "this process's batch is 1/N of the global batch; "
+                               "accelerator.reduce prints the global batch's value"));
+  auto ReadRule = makeRule(
+      Read, changeTo(node("read"), run(Text)),
+      finding(Finding::Rewrite, "read", [](const MatchResult &Match) {
+        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
+        std::string Name = Ref->getDecl()->getNameAsString();
+        return operation(Match) == "sum"
+                   ? "'" + Name +
+                         "' sums this process's share of each batch; accelerator.reduce adds "
+                         "up every process's share"
+                   : "'" + Name +
+                         "' sums per-batch means over this process's part of each batch; "
+                         "accelerator.reduce averages them across processes";
+      }));
+  // Where only some processes would run the collective: left alone, with a warning.
+  auto OnSomeProcesses = [](std::string Id) {
+    return makeRule(
+        stmt(anyOf(declRefExpr(readsStatistic()), cxxMemberCallExpr(printsBatchValueNode())),
+             inUserCode(), forFunction(acceleratorFunction()), onSomeProcesses())
+            .bind(Id),
+        noEdits(),
+        warn(Id, "this value is one process's share, but accelerator.reduce here would run on "
+                 "some processes only (the branch asks which process this is) and wait for the "
+                 "others forever; combine it with accelerator.reduce before the branch"));
+  };
+  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule});
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,59 @@
+//===- SaveRule.cpp - accel-save ------------------------------------------===//
+//
+// torch::save(value, path) -> accelerator.save(value, path): only the main process writes,
+// atomically, so processes do not race on the file. See docs/rules/accel-save.md.
+//
+//===----------------------------------------------------------------------===//
+#include "RuleFactories.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
+#include "analysis/SetupFunction.h"
+
+#include "clang/AST/ExprCXX.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+using namespace clang::transformer;
+
+namespace accel::rewrites {
+namespace {
+
+/// A file name accelerator.save(value, const std::string&) takes: a string or a C string.
+AST_MATCHER(QualType, isPathLike) {
+  QualType Type = Node.getNonReferenceType().getCanonicalType();
+  if (const auto *Array = dyn_cast<ArrayType>(Type.getTypePtr())) {
+    return Array->getElementType()->isCharType();
+  }
+  if (const auto *Pointer = Type->getAs<PointerType>()) {
+    return Pointer->getPointeeType()->isCharType();
+  }
+  const CXXRecordDecl *Record = Type->getAsCXXRecordDecl();
+  return Record && Record->getName() == "basic_string" && Record->isInStdNamespace();
+}
+
+} // namespace
+
+Rule makeSaveRule() {
+  auto Save = callExpr(inUserCode(), callee(functionDecl(hasName("::torch::save"))),
+                       callee(expr(ignoringImplicit(declRefExpr().bind("callee")))))
+                  .bind("call");
+  auto Callee = [](const MatchResult &Match) -> llvm::Expected<CharSourceRange> {
+    const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("callee");
+    return CharSourceRange::getTokenRange(Ref->getBeginLoc(), Ref->getEndLoc());
+  };
+  return applyFirst<Finding>(
+      {makeRule(callExpr(Save, argumentCountIs(2), hasArgument(1, expr(hasType(isPathLike()))),
+                         forFunction(acceleratorFunction())),
+                changeTo(Callee, cat("accelerator.save")),
+                explain("call", "accelerator.save writes the file on the main process only, "
+                                "atomically, so that processes do not race on it")),
+       makeRule(callExpr(Save, forFunction(acceleratorFunction())), noEdits(),
+                warn("call", "torch::save to a stream or with extra arguments: run it on the "
+                             "main process only, inside 'if (accelerator.is_main_process())'")),
+       noAcceleratorRule(callExpr(Save, forFunction(functionDecl().bind("function"))), "call",
+                         "torch::save",
+                         "every process would write the file; pass 'accelerate::Accelerator& "
+                         "accelerator' in and call accelerator.save(value, path)")});
+}
+
+} // namespace accel::rewrites

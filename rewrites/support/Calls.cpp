@@ -1,0 +1,110 @@
+//===- Calls.cpp - Calls, expressions and their source text ---------------===//
+#include "support/Calls.h"
+
+#include "clang/AST/DeclCXX.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/Lex/Lexer.h"
+
+using namespace clang;
+
+namespace accel::rewrites {
+
+std::string qualifiedName(const NamedDecl *D) { return D ? D->getQualifiedNameAsString() : ""; }
+
+bool isMethodCall(const Stmt *S, llvm::StringRef QualifiedClass, llvm::StringRef Method) {
+  const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(S);
+  const CXXMethodDecl *Callee = Call ? Call->getMethodDecl() : nullptr;
+  return Callee && Callee->getDeclName().isIdentifier() && Callee->getName() == Method &&
+         qualifiedName(Callee->getParent()) == QualifiedClass;
+}
+
+bool isBackwardCall(const Stmt *S) {
+  if (isa_and_nonnull<CXXMemberCallExpr>(S)) {
+    return isMethodCall(S, "at::Tensor", "backward");
+  }
+  if (const auto *Call = dyn_cast_or_null<CallExpr>(S)) {
+    return qualifiedName(Call->getDirectCallee()) == "torch::autograd::backward";
+  }
+  return false;
+}
+
+bool containsBackward(const Stmt *S) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) { Found = Found || isBackwardCall(Child); });
+  return Found;
+}
+
+const Expr *spelled(const Expr *E) {
+  return E ? E->IgnoreUnlessSpelledInSource()->IgnoreParens() : nullptr;
+}
+
+const VarDecl *namedVar(const Expr *Named) {
+  const Expr *E = spelled(Named);
+  if (const auto *Deref = dyn_cast_or_null<UnaryOperator>(E);
+      Deref && Deref->getOpcode() == UO_Deref) {
+    E = spelled(Deref->getSubExpr());
+  } else if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(E);
+             Op && Op->getOperator() == OO_Star && Op->getNumArgs() == 1) {
+    E = spelled(Op->getArg(0));
+  }
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E);
+  return Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+}
+
+llvm::SmallVector<const Expr *, 4> writtenArgs(const CallExpr *Call) {
+  llvm::SmallVector<const Expr *, 4> Args;
+  for (const Expr *Arg : Call->arguments()) {
+    if (!isa<CXXDefaultArgExpr>(Arg)) {
+      Args.push_back(Arg);
+    }
+  }
+  return Args;
+}
+
+std::string calledObject(const CXXMemberCallExpr *Call, const ASTContext &Ctx) {
+  const Expr *Object = Call->getImplicitObjectArgument();
+  // A smart pointer's `opt->`: the object is `opt`, not the operator-> call.
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object->IgnoreImplicit());
+      Arrow && Arrow->getOperator() == OO_Arrow) {
+    Object = Arrow->getArg(0);
+  }
+  std::string Text = sourceText(Object, Ctx);
+  const auto *Member = dyn_cast<MemberExpr>(Call->getCallee());
+  return !Text.empty() && Member && Member->isArrow() ? "*" + Text : Text;
+}
+
+std::string functionLabel(const FunctionDecl *Function) {
+  if (!Function) {
+    return "this function";
+  }
+  if (const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+      Method && Method->getParent()->isLambda()) {
+    return "a lambda";
+  }
+  return "'" + Function->getNameAsString() + "'";
+}
+
+std::string sourceText(const Stmt *S, const ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  CharSourceRange Range = Lexer::makeFileCharRange(
+      CharSourceRange::getTokenRange(S->getSourceRange()), SM, Ctx.getLangOpts());
+  if (Range.isInvalid()) {
+    return "";
+  }
+  return Lexer::getSourceText(Range, SM, Ctx.getLangOpts()).str();
+}
+
+void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
+  if (!S) {
+    return;
+  }
+  Visit(S);
+  if (const auto *Lambda = dyn_cast<LambdaExpr>(S)) {
+    forEachStmt(Lambda->getBody(), Visit);
+  }
+  for (const Stmt *Child : S->children()) {
+    forEachStmt(Child, Visit);
+  }
+}
+
+} // namespace accel::rewrites

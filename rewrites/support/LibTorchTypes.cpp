@@ -1,0 +1,75 @@
+//===- LibTorchTypes.cpp - The LibTorch types the rules match -------------===//
+#include "support/LibTorchTypes.h"
+
+#include "support/Calls.h"
+
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
+
+using namespace clang;
+
+namespace accel::rewrites {
+
+const CXXRecordDecl *recordOf(QualType Type) {
+  if (Type.isNull()) {
+    return nullptr;
+  }
+  return Type.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl();
+}
+
+bool isClassOrDerived(QualType Type, llvm::StringRef QualifiedName) {
+  const CXXRecordDecl *Record = recordOf(Type);
+  if (!Record) {
+    return false;
+  }
+  if (qualifiedName(Record) == QualifiedName) {
+    return true;
+  }
+  const CXXRecordDecl *Definition = Record->getDefinition();
+  if (!Definition) {
+    return false;
+  }
+  // forallBases is true when the callback is true for every base.
+  return !Definition->forallBases(
+      [&](const CXXRecordDecl *Base) { return qualifiedName(Base) != QualifiedName; });
+}
+
+static bool isEnum(QualType Type, llvm::StringRef QualifiedName) {
+  if (Type.isNull()) {
+    return false;
+  }
+  const auto *Enum = Type.getNonReferenceType().getCanonicalType()->getAs<EnumType>();
+  return Enum && qualifiedName(Enum->getDecl()) == QualifiedName;
+}
+
+bool isDeviceType(QualType Type) { return isClassOrDerived(Type, "c10::Device"); }
+bool isDeviceTypeEnum(QualType Type) { return isEnum(Type, "c10::DeviceType"); }
+bool isScalarTypeEnum(QualType Type) { return isEnum(Type, "c10::ScalarType"); }
+bool isOptimizerType(QualType Type) {
+  return !Type.isNull() && !Type->isReferenceType() &&
+         isClassOrDerived(Type, "torch::optim::Optimizer");
+}
+bool isSchedulerType(QualType Type) {
+  return !Type.isNull() && !Type->isReferenceType() &&
+         isClassOrDerived(Type, "torch::optim::LRScheduler");
+}
+bool isAcceleratorType(QualType Type) { return isClassOrDerived(Type, "accelerate::Accelerator"); }
+
+bool isModelType(QualType Type) {
+  if (Type.isNull() || Type->isReferenceType() || Type->isPointerType()) {
+    return false;
+  }
+  if (isClassOrDerived(Type, "torch::nn::Module") ||
+      isClassOrDerived(Type, "torch::nn::ModuleHolder")) {
+    return true;
+  }
+  const auto *Shared = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  if (!Shared || qualifiedName(Shared) != "std::shared_ptr" ||
+      Shared->getTemplateArgs().size() < 1 ||
+      Shared->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
+    return false;
+  }
+  return isClassOrDerived(Shared->getTemplateArgs()[0].getAsType(), "torch::nn::Module");
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,117 @@
+//===- SourceRanges.cpp - Where edits go in the text ----------------------===//
+#include "support/SourceRanges.h"
+
+#include "clang/Lex/Lexer.h"
+
+using namespace clang;
+
+namespace accel::rewrites {
+
+transformer::RangeSelector wholeStatementLine(std::string Id) {
+  return
+      [Id](const ast_matchers::MatchFinder::MatchResult &Match) -> llvm::Expected<CharSourceRange> {
+        llvm::Expected<CharSourceRange> Statement = transformer::statement(Id)(Match);
+        if (!Statement) {
+          return Statement.takeError();
+        }
+        const SourceManager &SM = *Match.SourceManager;
+        CharSourceRange File =
+            Lexer::makeFileCharRange(*Statement, SM, Match.Context->getLangOpts());
+        if (File.isInvalid()) {
+          return *Statement;
+        }
+        FileID FID = SM.getFileID(File.getBegin());
+        llvm::StringRef Data = SM.getBufferData(FID);
+        unsigned Begin = SM.getFileOffset(File.getBegin()), End = SM.getFileOffset(File.getEnd());
+        unsigned LineBegin = Begin, LineEnd = End;
+        while (LineBegin > 0 && (Data[LineBegin - 1] == ' ' || Data[LineBegin - 1] == '\t')) {
+          --LineBegin;
+        }
+        while (LineEnd < Data.size() &&
+               (Data[LineEnd] == ' ' || Data[LineEnd] == '\t' || Data[LineEnd] == '\r')) {
+          ++LineEnd;
+        }
+        bool AloneOnLine = (LineBegin == 0 || Data[LineBegin - 1] == '\n') &&
+                           (LineEnd == Data.size() || Data[LineEnd] == '\n');
+        if (!AloneOnLine) {
+          return File;
+        }
+        SourceLocation Start = SM.getLocForStartOfFile(FID);
+        return CharSourceRange::getCharRange(
+            Start.getLocWithOffset(LineBegin),
+            Start.getLocWithOffset(std::min<unsigned>(LineEnd + 1, Data.size())));
+      };
+}
+
+SourceLocation lineStartBefore(SourceLocation Loc, const SourceManager &SM) {
+  auto [FID, Offset] = SM.getDecomposedLoc(Loc);
+  llvm::StringRef Data = SM.getBufferData(FID);
+  unsigned Begin = Offset;
+  while (Begin > 0 && (Data[Begin - 1] == ' ' || Data[Begin - 1] == '\t')) {
+    --Begin;
+  }
+  if (Begin == 0 || Data[Begin - 1] == '\n') {
+    return Loc.getLocWithOffset(int(Begin) - int(Offset));
+  }
+  return Loc;
+}
+
+SourceLocation lineStartAfter(SourceLocation Loc, const SourceManager &SM,
+                              const LangOptions &LangOpts, bool &AtLineStart) {
+  SourceLocation End = Lexer::getLocForEndOfToken(Loc, 0, SM, LangOpts);
+  auto [FID, Offset] = SM.getDecomposedLoc(End);
+  llvm::StringRef Data = SM.getBufferData(FID);
+  unsigned Next = Offset;
+  while (Next < Data.size() && (Data[Next] == ' ' || Data[Next] == '\t' || Data[Next] == '\r')) {
+    ++Next;
+  }
+  if (Data.substr(Next).starts_with("//")) {
+    Next = Data.find('\n', Next);
+    if (Next == llvm::StringRef::npos) {
+      Next = Data.size();
+    }
+  }
+  if (Next < Data.size() && Data[Next] == '\n') {
+    AtLineStart = true;
+    return End.getLocWithOffset(int(Next + 1) - int(Offset));
+  }
+  AtLineStart = false;
+  return End;
+}
+
+llvm::Expected<transformer::Edit> firstInList(SourceLocation LParen, SourceLocation First,
+                                              SourceLocation RParen, llvm::StringRef Item,
+                                              const SourceManager &SM) {
+  for (SourceLocation Loc : {LParen, First, RParen}) {
+    if (Loc.isMacroID()) {
+      return llvm::createStringError("a list written by a macro");
+    }
+  }
+  if (LParen.isInvalid() || RParen.isInvalid()) {
+    return llvm::createStringError("no parentheses");
+  }
+  SourceLocation AfterParen = LParen.getLocWithOffset(1);
+  if (First.isInvalid()) {
+    // An empty list; `(void)` becomes `(Item)`.
+    llvm::StringRef Inside =
+        Lexer::getSourceText(CharSourceRange::getCharRange(AfterParen, RParen), SM, LangOptions());
+    transformer::Edit Edit = insertionAt(AfterParen, Item.str());
+    if (Inside.trim() == "void") {
+      Edit.Range = CharSourceRange::getCharRange(AfterParen, RParen);
+    }
+    return Edit;
+  }
+  if (SM.getExpansionLineNumber(LParen) == SM.getExpansionLineNumber(First)) {
+    return insertionAt(AfterParen, Item.str() + ", ");
+  }
+  return insertionAt(First, Item.str() + ", ");
+}
+
+transformer::Edit insertionAt(SourceLocation Loc, std::string Text) {
+  transformer::Edit Edit;
+  Edit.Range = CharSourceRange::getCharRange(Loc, Loc);
+  Edit.Replacement = std::move(Text);
+  return Edit;
+}
+
+} // namespace accel::rewrites

@@ -1,0 +1,131 @@
+// accel-training-loop: a training loop whose plan cannot be made right is left as written,
+// with its setup, its helpers and its loader, and one warning says why; the other loops of
+// the file are rewritten whole.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
+// RUN: %expect-exit 6 %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
+// RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
+// RUN:   --implicit-check-not=warning:
+// RUN: %clangxx -fsyntax-only %torch_flags %torch_pch -I%runtime_include %t/out.cpp
+// RUN: %expect-exit 6 %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: diff %t/out.cpp %t/again.cpp
+
+#include <torch/torch.h>
+
+#include <vector>
+
+struct Net : torch::nn::Module {
+  torch::nn::Linear fc = register_module("fc", torch::nn::Linear(4, 1));
+  torch::Tensor forward(torch::Tensor x) { return fc(x); }
+};
+
+using Dataset = torch::data::datasets::TensorDataset;
+Dataset make_dataset() { return Dataset(torch::randn({64, 4})); }
+
+// Rewritten whole: the model, optimizer and loader are prepared, the step is the
+// accelerator's.
+void sound() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(make_dataset(), torch::data::DataLoaderOptions(8));
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto loss = model->forward(torch::stack(batch)).sum();
+    loss.backward();
+    // CHECK-FIXES: accelerator.backward(loss);
+    optimizer.step();
+  }
+}
+
+// k-fold: an optimizer per fold, inside the fold loop. Nothing is prepared, so nothing else
+// of the function may change: a sharded loader without gradient sync trains each process on
+// its own.
+void kfold() {
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (int fold = 0; fold < 3; ++fold) {
+    auto model = std::make_shared<Net>();
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:23: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is created inside a loop or block of 'kfold'; create it once before the training loop and call accelerator.prepare on it there [accel-training-loop]
+    for (auto &batch : *loader) {
+      optimizer.zero_grad();
+      // CHECK-FIXES: {{^}}      optimizer.zero_grad();
+      auto loss = model->forward(torch::stack(batch)).sum();
+      loss.backward();
+      // CHECK-FIXES: {{^}}      loss.backward();
+      optimizer.step();
+      // CHECK-FIXES: {{^}}      optimizer.step();
+    }
+  }
+}
+
+// The optimizer is made in the helper, the model outside it: the helper's loop and the
+// loader handed to it stay as written.
+template <typename Loader> void fit(std::shared_ptr<Net> model, Loader &loader) {
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  for (auto &batch : loader) {
+    auto loss = model->forward(torch::stack(batch)).sum();
+    loss.backward();
+    // CHECK-FIXES: {{^}}    loss.backward();
+    optimizer.step();
+  }
+}
+// CHECK-MESSAGES: input.cpp:[[@LINE-8]]:34: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): model 'model' is created outside 'fit'; call accelerator.prepare(model, optimizer) where both are in scope, before training [accel-training-loop]
+void model_outside() {
+  auto model = std::make_shared<Net>();
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  fit(model, *loader);
+}
+
+// Batches from a std::vector: no rule shards them.
+void vector_batches() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  std::vector<torch::Tensor> batches = {torch::randn({8, 4}), torch::randn({8, 4})};
+  for (const auto &batch : batches) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from 'batches', which accel-rewrite cannot shard: every process would train on all of it; iterate a loader made with torch::data::make_data_loader (declared auto), or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    optimizer.zero_grad();
+    model->forward(batch).sum().backward();
+    // CHECK-FIXES: {{^}}    model->forward(batch).sum().backward();
+    optimizer.step();
+  }
+}
+
+// One step outside any loop: backward alone would be rewritten next to a raw step.
+void straight_line() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  optimizer.zero_grad();
+  model->forward(torch::randn({8, 4})).sum().backward();
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): a training step outside any loop in 'straight_line' (accel-rewrite rewrites steps in a loop over a data loader, or in a helper called once per batch); rewrite it by hand with accelerator.backward(loss), accelerator.step(optimizer) and accelerator.zero_grad(optimizer), after accelerator.prepare [accel-training-loop]
+  // CHECK-FIXES: {{^}}  model->forward(torch::randn({8, 4})).sum().backward();
+  optimizer.step();
+  // CHECK-FIXES: {{^}}  optimizer.step();
+}
+
+// Model and optimizer as members of a trainer class.
+struct Trainer {
+  std::shared_ptr<Net> model = std::make_shared<Net>();
+  torch::optim::SGD optimizer{model->parameters(), 0.1};
+  void train() {
+    auto loader = torch::data::make_data_loader(make_dataset(), 8);
+    for (auto &batch : *loader) {
+      model->forward(torch::stack(batch)).sum().backward();
+      // CHECK-FIXES: {{^}}      model->forward(torch::stack(batch)).sum().backward();
+      optimizer.step();
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is a class member, which accel-prepare does not prepare; call accelerator.prepare(model, optimizer) on the members by hand [accel-training-loop]
+    }
+  }
+};
+
+int main() {
+  sound();
+  kfold();
+  model_outside();
+  vector_batches();
+  straight_line();
+  Trainer().train();
+}
