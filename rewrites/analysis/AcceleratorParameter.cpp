@@ -3,9 +3,9 @@
 
 #include "analysis/AnalysisContext.h"
 
+#include "analysis/SetupFunction.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
-#include "analysis/SetupFunction.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
@@ -296,7 +296,6 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
   return Result;
 }
 
-
 const AcceleratorParameterPlan *acceleratorParameterPlan(const FunctionDecl *Function,
                                                          ASTContext &Ctx) {
   const AcceleratorParameterAnalysis &Result = AnalysisContext::of(Ctx).acceleratorParameters();
@@ -331,8 +330,7 @@ const FunctionDecl *callerOf(const CallExpr *Call, ASTContext &Ctx) {
 
 llvm::SmallVector<const FunctionDecl *, 8> calledFunctions(ASTContext &Ctx) {
   llvm::SmallVector<const FunctionDecl *, 8> Functions;
-  for (const auto &[Function, Calls] :
-       AnalysisContext::of(Ctx).acceleratorParameters().Calls) {
+  for (const auto &[Function, Calls] : AnalysisContext::of(Ctx).acceleratorParameters().Calls) {
     Functions.push_back(Function);
   }
   return Functions;

@@ -41,8 +41,7 @@ struct AcceleratorParameterPlan {
 struct AcceleratorParameterAnalysis {
   llvm::DenseMap<const clang::FunctionDecl *, AcceleratorParameterPlan> Plans;
   llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> PassingCalls;
-  llvm::DenseMap<const clang::FunctionDecl *, llvm::SmallVector<const clang::CallExpr *, 2>>
-      Calls;
+  llvm::DenseMap<const clang::FunctionDecl *, llvm::SmallVector<const clang::CallExpr *, 2>> Calls;
   /// The function whose body holds each of those calls (a lambda's call operator).
   llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> CallerOf;
 };

@@ -8,8 +8,8 @@
 
 namespace accel::rewrites {
 namespace {
-/// The context installed on this thread (AnalysisContext::Scope), or null.
-thread_local AnalysisContext *Installed = nullptr;
+/// The owner installed on this thread (AnalysisContext::Scope), or null.
+thread_local AnalysisContext::Owner *Installed = nullptr;
 } // namespace
 
 AnalysisContext::AnalysisContext(clang::ASTContext &Ctx)
@@ -17,17 +17,25 @@ AnalysisContext::AnalysisContext(clang::ASTContext &Ctx)
 AnalysisContext::~AnalysisContext() = default;
 
 AnalysisContext &AnalysisContext::of(clang::ASTContext &Ctx) {
-  if (!Installed || &Installed->Ctx != &Ctx) {
-    llvm::report_fatal_error("accel-rewrite: an analysis ran without the AnalysisContext of its "
-                             "translation unit (a front end must match through a RuleRunner)");
+  if (!Installed) {
+    llvm::report_fatal_error("accel-rewrite: an analysis ran without an owner of the analyses "
+                             "of its translation unit (a front end must match through a "
+                             "RuleRunner)");
   }
-  return *Installed;
+  return Installed->analysesFor(Ctx);
 }
 
-AnalysisContext::Scope::Scope(AnalysisContext &Context) : Previous(Installed) {
-  Installed = &Context;
-}
+AnalysisContext::Scope::Scope(Owner &Owner) : Previous(Installed) { Installed = &Owner; }
 AnalysisContext::Scope::~Scope() { Installed = Previous; }
+
+AnalysisContext &AnalysisContext::OneUnit::analysesFor(clang::ASTContext &Ctx) {
+  // A new unit (a front end such as clang-tidy may reuse an ASTContext's address): analyses
+  // never outlive the AST they were computed on.
+  if (!Current || &Current->Ctx != &Ctx || Current->Unit != Ctx.getTranslationUnitDecl()) {
+    Current = std::make_unique<AnalysisContext>(Ctx);
+  }
+  return *Current;
+}
 
 const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
   if (!Parameters) {

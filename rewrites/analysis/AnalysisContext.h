@@ -3,8 +3,9 @@
 // The analyses several rules share (which helpers get the accelerator, what each setup
 // function creates, the plan of each training loop) are computed once per translation unit,
 // on first use, and owned by an AnalysisContext. The RuleRunner creates one for each
-// translation unit it matches and drops it with the unit; while a rule's match is evaluated,
-// the runner installs it (AnalysisContext::Scope), and the analyses find it with
+// translation unit it matches and drops it with the unit: while the runner's matchers run
+// and its matches are evaluated, it is installed as the thread's Owner
+// (AnalysisContext::Scope), and the analyses find the unit's context with
 // AnalysisContext::of(Ctx). Nothing is shared between translation units or threads.
 //
 //===----------------------------------------------------------------------===//
@@ -29,27 +30,45 @@ public:
   AnalysisContext(const AnalysisContext &) = delete;
   AnalysisContext &operator=(const AnalysisContext &) = delete;
 
-  /// The context installed for Ctx's translation unit. A missing one is a bug of the front
-  /// end (it matched without a RuleRunner or a Scope): a fatal error, never a silent
-  /// recomputation.
-  static AnalysisContext &of(clang::ASTContext &Ctx);
+  /// Who makes and keeps the context of a translation unit (the RuleRunner; a test).
+  class Owner {
+  public:
+    /// The context of Ctx's unit, made on first use; a new unit gets a new one.
+    virtual AnalysisContext &analysesFor(clang::ASTContext &Ctx) = 0;
 
-  /// Installs a context for the current thread while it lives (the runner around each
-  /// match; tests around direct calls of the analyses).
+  protected:
+    ~Owner() = default;
+  };
+
+  /// Installs an owner for the current thread while it lives (the runner while it matches).
   class Scope {
   public:
-    explicit Scope(AnalysisContext &Installed);
+    explicit Scope(Owner &Installed);
     ~Scope();
     Scope(const Scope &) = delete;
     Scope &operator=(const Scope &) = delete;
 
   private:
-    AnalysisContext *Previous;
+    Owner *Previous;
+  };
+
+  /// The context of Ctx's unit, from the installed owner. None installed is a bug of the
+  /// front end (it matched without a RuleRunner): a fatal error, never a silent
+  /// recomputation.
+  static AnalysisContext &of(clang::ASTContext &Ctx);
+
+  /// An owner of the analyses of one unit at a time (what the RuleRunner and tests use).
+  class OneUnit : public Owner {
+  public:
+    AnalysisContext &analysesFor(clang::ASTContext &Ctx) override;
+    /// Drops the analyses (the unit is done).
+    void reset() { Current.reset(); }
+
+  private:
+    std::unique_ptr<AnalysisContext> Current;
   };
 
   clang::ASTContext &astContext() const { return Ctx; }
-  /// The unit the analyses were made for (a new one may reuse the old one's ASTContext).
-  const clang::TranslationUnitDecl *translationUnit() const { return Unit; }
 
   /// Which helpers get the accelerator parameter (analysis/AcceleratorParameter.h).
   const AcceleratorParameterAnalysis &acceleratorParameters();

@@ -3,9 +3,9 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
-#include "analysis/TrainingLoops.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ParentMapContext.h"

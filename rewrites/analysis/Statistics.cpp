@@ -2,8 +2,8 @@
 #include "analysis/Statistics.h"
 
 #include "analysis/AcceleratorParameter.h"
-#include "support/Calls.h"
 #include "analysis/TrainingLoops.h"
+#include "support/Calls.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"

@@ -2,9 +2,9 @@
 #include "analysis/TrainingLoops.h"
 
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/SetupFunction.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
-#include "analysis/SetupFunction.h"
 
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ParentMapContext.h"
@@ -122,7 +122,8 @@ std::string shardingProblem(const VarDecl *Loader) {
   }
   const auto *Callee = dyn_cast<DeclRefExpr>(Call->getCallee()->IgnoreImplicit());
   if (!Callee) {
-    return "data loader '" + Name + "' is made through an expression accel-rewrite cannot "
+    return "data loader '" + Name +
+           "' is made through an expression accel-rewrite cannot "
            "rename; create it with accelerator.prepare_data_loader<Sampler>(...)";
   }
   if (writtenArgs(Call).size() == 3 && Callee->hasExplicitTemplateArgs()) {

@@ -12,6 +12,7 @@
 #include "clang/AST/ParentMapContext.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/ASTMatchers/ASTMatchFinder.h"
+#include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -181,10 +182,10 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   }
   if (Plan.Kind == LoopPlan::StraightLine) {
     Problem("a training step outside any loop in " + functionLabel(Function) +
-                    " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
-                    "helper called once per batch); rewrite it by hand with "
-                    "accelerator.backward(loss), accelerator.step(optimizer) and "
-                    "accelerator.zero_grad(optimizer), after accelerator.prepare");
+            " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
+            "helper called once per batch); rewrite it by hand with "
+            "accelerator.backward(loss), accelerator.step(optimizer) and "
+            "accelerator.zero_grad(optimizer), after accelerator.prepare");
     return;
   }
 
@@ -198,9 +199,9 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   });
   if (Steps.empty()) {
     Problem("this training loop calls no optimizer.step() (the step is elsewhere, or the "
-                "parameters are updated by hand), so accel-rewrite cannot tell what to prepare; "
-                "call accelerator.prepare(model, optimizer) before it and "
-                "accelerator.backward(loss) in it by hand");
+            "parameters are updated by hand), so accel-rewrite cannot tell what to prepare; "
+            "call accelerator.prepare(model, optimizer) before it and "
+            "accelerator.backward(loss) in it by hand");
     return;
   }
   for (const CXXMemberCallExpr *Step : Steps) {
@@ -223,30 +224,28 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     const VarDecl *Created = creatingVariable(Var, Ctx, Why);
     if (!Created) {
       Problem(Why + "; call accelerator.prepare(model, optimizer) where "
-                                         "both are created, before training");
+                    "both are created, before training");
       return;
     }
     const auto *Setup = dyn_cast<FunctionDecl>(Created->getDeclContext());
     if (!Setup) {
-      Problem("optimizer '" + Created->getNameAsString() +
-                                          "' is not created in a function");
+      Problem("optimizer '" + Created->getNameAsString() + "' is not created in a function");
       return;
     }
     const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Setup);
     if (!Info.AlreadyPrepared) {
       if (!Info.Problem.empty()) {
         // accel-prepare's own warning says why; this one says what it means for the loop.
-        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() +
-                        "' in " + functionLabel(Setup) + " (its warning on line " +
-                        line(Info.ProblemLoc, SM) + " says why), so nothing here is "
-                        "synchronised");
+        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() + "' in " +
+                functionLabel(Setup) + " (its warning on line " + line(Info.ProblemLoc, SM) +
+                " says why), so nothing here is "
+                "synchronised");
         return;
       }
       if (!Info.LastDefinition || !llvm::is_contained(Info.Optimizers, Created)) {
-        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() +
-                    "' in " + functionLabel(Setup) +
-                    "; call accelerator.prepare(model, " + Created->getNameAsString() +
-                    ") there after both are created, before training");
+        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() + "' in " +
+                functionLabel(Setup) + "; call accelerator.prepare(model, " +
+                Created->getNameAsString() + ") there after both are created, before training");
         return;
       }
     }
@@ -263,8 +262,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
       Why = " (" + Parameter->Problem + ")";
     }
     Problem("training in " + functionLabel(Function) + " cannot get the accelerator" + Why +
-                    "; pass 'accelerate::Accelerator &accelerator' to it by hand and rewrite "
-                    "its training with accelerator.backward and accelerator.step");
+            "; pass 'accelerate::Accelerator &accelerator' to it by hand and rewrite "
+            "its training with accelerator.backward and accelerator.step");
     return;
   }
   // The batches: a loop over a loader that gives each process its shard, around the unit or
@@ -273,10 +272,10 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     std::string Source =
         Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
     Problem("the batches " + Where + " come from " + Source +
-                ", which accel-rewrite cannot shard: every process would train on all of it; "
-                "iterate a loader made with torch::data::make_data_loader (declared auto), or "
-                "give each process its part by hand (accelerator.process_index(), "
-                "accelerator.num_processes())");
+            ", which accel-rewrite cannot shard: every process would train on all of it; "
+            "iterate a loader made with torch::data::make_data_loader (declared auto), or "
+            "give each process its part by hand (accelerator.process_index(), "
+            "accelerator.num_processes())");
   };
   if (Plan.Kind == LoopPlan::Loop) {
     const CXXForRangeStmt *Nearest = nullptr;
@@ -291,9 +290,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     const CXXForRangeStmt *Nearest = nullptr;
     const VarDecl *Loader = shardedLoaderAround(Call, Ctx, Nearest);
     if (!Loader) {
-      NoShard(Nearest,
-              "of the training step " + functionLabel(Function) + " called on line " +
-                  line(Call->getBeginLoc(), SM));
+      NoShard(Nearest, "of the training step " + functionLabel(Function) + " called on line " +
+                           line(Call->getBeginLoc(), SM));
       return;
     }
     Plan.Loader = Loader;
@@ -377,11 +375,10 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
     }
   }
   // A loader made elsewhere and handed to a declined function keeps LibTorch's loader.
-  auto Loaders = match(
-      varDecl(hasInitializer(hasDescendant(callExpr(
-                  callee(functionDecl(hasName("::torch::data::make_data_loader")))))))
-          .bind("loader"),
-      Ctx);
+  auto Loaders = match(varDecl(hasInitializer(hasDescendant(callExpr(callee(
+                                   functionDecl(hasName("::torch::data::make_data_loader")))))))
+                           .bind("loader"),
+                       Ctx);
   for (const BoundNodes &Found : Loaders) {
     const auto *Loader = Found.getNodeAs<VarDecl>("loader");
     if (!makeDataLoaderInit(Loader)) {
@@ -445,6 +442,20 @@ std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {
       plan(Plan, Ctx);
       Result->Loops.push_back(std::move(Plan));
       Result->BackwardOffsets.emplace_back();
+    }
+    LoopPlan &Planned = Result->Loops[At->second];
+    if (Planned.sound() && Backward->getBeginLoc().isMacroID()) {
+      // accel-backward leaves a call in a macro expansion alone: the loop would be half
+      // rewritten.
+      Planned.Problem =
+          "a backward call of this loop is inside the expansion of macro '" +
+          Lexer::getImmediateMacroName(Backward->getBeginLoc(), SM, Ctx.getLangOpts()).str() +
+          "' on line " + line(Backward->getBeginLoc(), SM) +
+          ", which accel-rewrite does not edit; write accelerator.backward(loss) "
+          "there by hand (or expand the macro), then run accel-rewrite again";
+      Planned.ProblemLoc = Planned.Kind == LoopPlan::StepFunction && Planned.Function
+                               ? Planned.Function->getLocation()
+                               : Planned.Unit->getBeginLoc();
     }
     Result->BackwardOffsets[At->second].push_back(offsetOf(Backward, SM));
   }

@@ -2,6 +2,7 @@
 #include "accel/rewrites/Engine.h"
 
 #include "analysis/AnalysisContext.h"
+#include "analysis/TrainingPlan.h"
 
 #include "clang/AST/ASTContext.h"
 #include "clang/Lex/Lexer.h"
@@ -9,6 +10,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <iterator>
+#include <optional>
 
 namespace accel::rewrites {
 
@@ -25,8 +27,15 @@ private:
   size_t RuleIndex;
 };
 
+/// The analyses of the unit being matched, and their installation for a whole unit.
+class RuleRunner::Analyses {
+public:
+  AnalysisContext::OneUnit Owner;
+  std::optional<AnalysisContext::Scope> WholeUnit;
+};
+
 RuleRunner::RuleRunner(llvm::ArrayRef<RuleInfo> Selected)
-    : Rules(Selected.begin(), Selected.end()) {
+    : Rules(Selected.begin(), Selected.end()), UnitAnalyses(std::make_unique<Analyses>()) {
   for (size_t I = 0; I < Rules.size(); ++I) {
     Built.push_back(Rules[I].Build());
     Callbacks.push_back(std::make_unique<Callback>(*this, I));
@@ -36,15 +45,13 @@ RuleRunner::RuleRunner(llvm::ArrayRef<RuleInfo> Selected)
 
 RuleRunner::~RuleRunner() = default;
 
-AnalysisContext &RuleRunner::analysesFor(clang::ASTContext &Ctx) {
-  // A new unit, or a front end (clang-tidy) that matches without calling match() or reset():
-  // analyses never outlive the AST they were computed on.
-  if (!Analyses || &Analyses->astContext() != &Ctx ||
-      Analyses->translationUnit() != Ctx.getTranslationUnitDecl()) {
-    Analyses = std::make_unique<AnalysisContext>(Ctx);
-  }
-  return *Analyses;
+void RuleRunner::beginTranslationUnit() {
+  UnitAnalyses->WholeUnit.reset();
+  UnitAnalyses->Owner.reset();
+  UnitAnalyses->WholeUnit.emplace(UnitAnalyses->Owner);
 }
+
+void RuleRunner::endTranslationUnit() { UnitAnalyses->WholeUnit.reset(); }
 
 void RuleRunner::registerMatchers(size_t RuleIndex, MatchFinder &Into,
                                   MatchFinder::MatchCallback *Receiver) const {
@@ -103,7 +110,7 @@ void RuleRunner::warn(size_t RuleIndex, const clang::SourceManager &SM, clang::S
 void RuleRunner::collect(size_t RuleIndex, const MatchFinder::MatchResult &Match) {
   const Rule &Rule = Built[RuleIndex];
   const clang::SourceManager &SM = *Match.SourceManager;
-  AnalysisContext::Scope Installed(analysesFor(*Match.Context));
+  AnalysisContext::Scope Installed(UnitAnalyses->Owner);
   size_t Case = clang::transformer::detail::findSelectedCase(Match, Rule);
   llvm::Expected<Finding> Note = Rule.Metadata[Case]->eval(Match);
   if (!Note) {
@@ -195,7 +202,9 @@ private:
 
 void RuleRunner::match(clang::ASTContext &Ctx, llvm::ArrayRef<clang::Decl *> MainFileDecls) {
   Ctx.setTraversalScope(std::vector<clang::Decl *>(MainFileDecls.begin(), MainFileDecls.end()));
-  Analyses = std::make_unique<AnalysisContext>(Ctx);
+  UnitAnalyses->Owner.reset();
+  // The rules' matchers ask the analyses too, not only their edits and findings.
+  AnalysisContext::Scope Installed(UnitAnalyses->Owner);
   Finder.matchAST(Ctx);
   Finder.match(*Ctx.getTranslationUnitDecl(), Ctx);
 }
@@ -252,7 +261,7 @@ FileFindings RuleRunner::finish(llvm::StringRef FileName) const {
 void RuleRunner::reset() {
   Primary = Collected();
   Companions = Collected();
-  Analyses.reset();
+  UnitAnalyses->Owner.reset();
   Declined = false;
   DeclinedRanges.clear();
 }

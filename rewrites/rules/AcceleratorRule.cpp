@@ -9,10 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/SetupFunction.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
-#include "analysis/SetupFunction.h"
 #include "support/SourceRanges.h"
 
 #include "clang/AST/ExprCXX.h"

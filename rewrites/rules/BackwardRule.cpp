@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/SetupFunction.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
-#include "analysis/SetupFunction.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"

@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/SetupFunction.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
-#include "analysis/SetupFunction.h"
 #include "support/SourceRanges.h"
-#include "analysis/TrainingLoops.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"

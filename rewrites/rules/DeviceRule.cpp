@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/SetupFunction.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
-#include "analysis/SetupFunction.h"
 #include "support/SourceRanges.h"
-#include "analysis/TrainingLoops.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"

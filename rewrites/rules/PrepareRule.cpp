@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
-#include "support/RuleBuilders.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
+#include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
 
 #include "clang/AST/Stmt.h"

@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
-#include "support/RuleBuilders.h"
 #include "analysis/SetupFunction.h"
+#include "support/RuleBuilders.h"
 
 #include "clang/AST/Expr.h"
 

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
-#include "support/Calls.h"
-#include "support/RuleBuilders.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
 
 #include "clang/AST/ExprCXX.h"
 

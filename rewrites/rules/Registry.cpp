@@ -10,7 +10,7 @@ namespace accel::rewrites {
 
 llvm::ArrayRef<RuleInfo> allRules() {
   static const RuleInfo Rules[] = {
-#define ACCEL_RULE(Name, Builder, OnlyWithOtherEdits, Description)                                \
+#define ACCEL_RULE(Name, Builder, OnlyWithOtherEdits, Description)                                 \
   {Name, Description, Builder, OnlyWithOtherEdits},
 #include "Rules.def"
   };

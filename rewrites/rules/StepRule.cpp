@@ -10,10 +10,10 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
-#include "support/Calls.h"
-#include "support/RuleBuilders.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
+#include "support/Calls.h"
+#include "support/RuleBuilders.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"

@@ -31,9 +31,8 @@ Rule makeTrainingLoopRule() {
   auto Verdict = dynamicFinding("call", [](const MatchResult &Match) {
     Finding Result;
     const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
-    const LoopPlan *Plan = AnalysisContext::of(*Match.Context)
-                               .trainingPlans()
-                               .planOf(Call, *Match.SourceManager);
+    const LoopPlan *Plan =
+        AnalysisContext::of(*Match.Context).trainingPlans().planOf(Call, *Match.SourceManager);
     if (Plan && !Plan->sound()) {
       // Every backward of the loop reports the same place and text: one warning per loop.
       Result.Kind = Finding::Decline;

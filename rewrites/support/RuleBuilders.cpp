@@ -1,11 +1,11 @@
 //===- RuleBuilders.cpp - Pieces the rules are built from -----------------===//
 #include "support/RuleBuilders.h"
 
-#include "support/Calls.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
-#include "support/SourceRanges.h"
 #include "analysis/TrainingLoops.h"
+#include "support/Calls.h"
+#include "support/SourceRanges.h"
 
 #include "clang/AST/DeclCXX.h"
 

@@ -1,8 +1,8 @@
 // The analysis behind accel-accelerator's helper parameters (utils/AcceleratorParameter.h):
 // which helpers get `accelerate::Accelerator &accelerator`, which calls pass it, and why a
 // helper that trains cannot get it.
-#include "snippet.h"
 #include "analysis/AcceleratorParameter.h"
+#include "snippet.h"
 
 #include "clang/ASTMatchers/ASTMatchFinder.h"
 

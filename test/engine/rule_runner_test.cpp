@@ -101,7 +101,7 @@ TEST(RuleRunner, ResetForgetsThePreviousTranslationUnit) {
   auto Rules = accel::rewrites::selectRules("backward", accel::rewrites::allRules());
   ASSERT_TRUE(bool(Rules));
   accel::rewrites::RuleRunner Runner(*Rules);
-  std::unique_ptr<clang::ASTUnit> AST = accel::test::parseSnippet(TrainingProgram);
+  auto AST = accel::test::parseSnippet(TrainingProgram);
   ASSERT_TRUE(AST);
   Runner.match(AST->getASTContext(), accel::test::snippetDecls(*AST));
   EXPECT_EQ(Runner.finish("input.cpp").Findings.size(), 3u);

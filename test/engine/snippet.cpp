@@ -21,7 +21,7 @@ TORCH_MODULE(Net);
 )cpp";
 
 Snippet::Snippet(std::unique_ptr<clang::ASTUnit> Parsed)
-    : Unit(std::move(Parsed)), Analyses(Unit->getASTContext()), Installed(Analyses) {}
+    : Unit(std::move(Parsed)), Installed(Analyses) {}
 
 std::unique_ptr<Snippet> parseSnippet(llvm::StringRef Code) {
   std::vector<std::string> Args = {ACCEL_TEST_PRELUDE_FLAGS};

@@ -29,7 +29,7 @@ public:
 
 private:
   std::unique_ptr<clang::ASTUnit> Unit;
-  accel::rewrites::AnalysisContext Analyses;
+  accel::rewrites::AnalysisContext::OneUnit Analyses;
   accel::rewrites::AnalysisContext::Scope Installed;
 };
 

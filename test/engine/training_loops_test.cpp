@@ -1,8 +1,8 @@
 // The analyses the rules share (rewrites/utils): the setup function and training loops.
-#include "snippet.h"
-#include "support/Calls.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
+#include "snippet.h"
+#include "support/Calls.h"
 
 #include "clang/ASTMatchers/ASTMatchFinder.h"
 

@@ -1,13 +1,15 @@
 // accel-backward: loss.backward(...) and torch::autograd::backward({loss}) become
 // accelerator.backward(loss, ...) where the accelerator is in scope; elsewhere a warning.
+// Its loops train on no loader: accel-training-loop, which declines such loops, is left out
+// here and tested in accel-training-loop.cpp.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
-// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
 // RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
 // RUN:   --implicit-check-not=warning:
 // Its own output is a fixed point.
-// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: %accel-rewrite --rules=-training-loop %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
 // Only this rule (and the include and Accelerator it needs):
 // RUN: %accel-rewrite --rules=backward %t/input.cpp -o %t/only.cpp -- %torch_flags 2>/dev/null

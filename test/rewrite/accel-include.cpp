@@ -1,8 +1,10 @@
 // accel-include: #include <accelerate/accelerate.h> once, right after the last #include of
 // the include block, only in a file that other rules edit.
+// Its loops train on no loader: accel-training-loop, which declines such loops, is left out
+// here and tested in accel-training-loop.cpp.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
-// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/out.cpp -- %torch_flags
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
 // CHECK-FIXES: #include <vector>
 // CHECK-FIXES-NEXT: #include <accelerate/accelerate.h>
@@ -15,7 +17,7 @@
 // RUN: diff %t/input.cpp %t/alone.cpp
 //
 // Already included: a second run adds nothing.
-// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: %accel-rewrite --rules=-training-loop %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
 
 #include <torch/torch.h>

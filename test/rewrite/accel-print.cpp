@@ -1,15 +1,17 @@
 // accel-print: in functions with the accelerator, std::cout -> accelerator.print() and
 // printf -> accelerator.printf, so that each line is printed once per job; helpers that print
 // get the accelerator (accel-accelerator); standard error is left alone.
+// Its loops train on no loader: accel-training-loop, which declines such loops, is left out
+// here and tested in accel-training-loop.cpp.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
-// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
 // RUN: %python -c "import sys; sys.exit(1 if open(sys.argv[1]).read() else 0)" %t/messages.txt
 // RUN: %clangxx -fsyntax-only -Wall -Wformat -Werror %torch_flags %torch_pch -I%runtime_include %t/out.cpp
-// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
+// RUN: %accel-rewrite --rules=-training-loop %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
-// RUN: %accel-rewrite --rules=-print %t/input.cpp -o %t/without.cpp -- %torch_flags
+// RUN: %accel-rewrite --rules=-print,-training-loop %t/input.cpp -o %t/without.cpp -- %torch_flags
 // RUN: FileCheck %s --check-prefix=WITHOUT --input-file=%t/without.cpp
 // WITHOUT: std::cout << "loss " << loss.item<float>() << std::endl;
 

@@ -20,8 +20,10 @@ struct Net : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return fc(x); }
 };
 
-using Dataset = torch::data::datasets::TensorDataset;
-Dataset make_dataset() { return Dataset(torch::randn({64, 4})); }
+auto make_dataset() {
+  return torch::data::datasets::TensorDataset(torch::randn({64, 4}))
+      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
+}
 
 // Rewritten whole: the model, optimizer and loader are prepared, the step is the
 // accelerator's.
@@ -29,10 +31,10 @@ void sound() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
-  // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(make_dataset(), torch::data::DataLoaderOptions(8));
+  // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
   for (auto &batch : *loader) {
     optimizer.zero_grad();
-    auto loss = model->forward(torch::stack(batch)).sum();
+    auto loss = model->forward(batch.data).sum();
     loss.backward();
     // CHECK-FIXES: accelerator.backward(loss);
     optimizer.step();
@@ -48,11 +50,12 @@ void kfold() {
   for (int fold = 0; fold < 3; ++fold) {
     auto model = std::make_shared<Net>();
     torch::optim::SGD optimizer(model->parameters(), 0.1);
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:23: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is created inside a loop or block of 'kfold'; create it once before the training loop and call accelerator.prepare on it there [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:23: warning: optimizer 'optimizer' is created inside a loop or block of 'kfold'; create it once before the training loop and call accelerator.prepare on it there [accel-prepare]
     for (auto &batch : *loader) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): accel-prepare cannot prepare optimizer 'optimizer' in 'kfold' (its warning on line [[@LINE-3]] says why), so nothing here is synchronised [accel-training-loop]
       optimizer.zero_grad();
       // CHECK-FIXES: {{^}}      optimizer.zero_grad();
-      auto loss = model->forward(torch::stack(batch)).sum();
+      auto loss = model->forward(batch.data).sum();
       loss.backward();
       // CHECK-FIXES: {{^}}      loss.backward();
       optimizer.step();
@@ -65,14 +68,15 @@ void kfold() {
 // loader handed to it stay as written.
 template <typename Loader> void fit(std::shared_ptr<Net> model, Loader &loader) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'model' is created outside 'fit'; call accelerator.prepare(model, optimizer) where both are in scope, before training [accel-prepare]
   for (auto &batch : loader) {
-    auto loss = model->forward(torch::stack(batch)).sum();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): accel-prepare cannot prepare optimizer 'optimizer' in 'fit' (its warning on line [[@LINE-3]] says why), so nothing here is synchronised [accel-training-loop]
+    auto loss = model->forward(batch.data).sum();
     loss.backward();
     // CHECK-FIXES: {{^}}    loss.backward();
     optimizer.step();
   }
 }
-// CHECK-MESSAGES: input.cpp:[[@LINE-8]]:34: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): model 'model' is created outside 'fit'; call accelerator.prepare(model, optimizer) where both are in scope, before training [accel-training-loop]
 void model_outside() {
   auto model = std::make_shared<Net>();
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
@@ -111,12 +115,14 @@ struct Trainer {
   std::shared_ptr<Net> model = std::make_shared<Net>();
   torch::optim::SGD optimizer{model->parameters(), 0.1};
   void train() {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:8: warning: 'train' trains, but the accelerator cannot be passed to it: it is called from 'main', which has no accelerator to pass; add a first parameter 'accelerate::Accelerator &accelerator' to it, pass 'accelerator' where it is called, and run accel-rewrite again to rewrite its training step [accel-accelerator]
     auto loader = torch::data::make_data_loader(make_dataset(), 8);
     for (auto &batch : *loader) {
-      model->forward(torch::stack(batch)).sum().backward();
-      // CHECK-FIXES: {{^}}      model->forward(torch::stack(batch)).sum().backward();
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is a class member, which accel-prepare does not prepare; call accelerator.prepare(model, optimizer) on the members by hand [accel-training-loop]
+      model->forward(batch.data).sum().backward();
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: backward in 'train', which has no accelerator: add a parameter 'accelerate::Accelerator& accelerator' to it, pass the accelerator in, and call accelerator.backward(loss) [accel-backward]
+      // CHECK-FIXES: {{^}}      model->forward(batch.data).sum().backward();
       optimizer.step();
-      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is a class member, which accel-prepare does not prepare; call accelerator.prepare(model, optimizer) on the members by hand [accel-training-loop]
     }
   }
 };

@@ -43,6 +43,8 @@ struct SharedRunner {
   }
   void reset() {
     Runner.reset();
+    // clang-tidy runs the rules' matchers itself: they need the unit's analyses installed.
+    Runner.beginTranslationUnit();
     Finished = false;
     Result = FileFindings();
   }
@@ -70,6 +72,7 @@ public:
   }
 
   void onEndOfTranslationUnit() override {
+    Shared->Runner.endTranslationUnit();
     if (!SM) {
       return; // Nothing of this rule matched.
     }

@@ -29,8 +29,6 @@
 
 namespace accel::rewrites {
 
-class AnalysisContext;
-
 /// One replacement of the original text: Length bytes at Offset become Text. Lines and
 /// columns (1-based; the end is exclusive) locate it for reports.
 struct FixEdit {
@@ -111,6 +109,10 @@ public:
   FileFindings finish(llvm::StringRef FileName) const;
   /// Forgets what was collected and the analyses of the unit (the next one starts).
   void reset();
+  /// For a front end that runs the matchers itself (clang-tidy): from here until
+  /// endTranslationUnit(), the rules' matchers on this thread see this runner's analyses.
+  void beginTranslationUnit();
+  void endTranslationUnit();
 
 private:
   class Callback;
@@ -120,8 +122,6 @@ private:
     std::map<std::tuple<unsigned, unsigned, std::string, std::string>, RuleFinding> Findings;
   };
   void record(RuleFinding Found, size_t RuleIndex);
-  /// The analyses of the translation unit being matched, made for it on first use.
-  AnalysisContext &analysesFor(clang::ASTContext &Ctx);
   void warn(size_t RuleIndex, const clang::SourceManager &SM, clang::SourceLocation Loc,
             const std::string &Message);
 
@@ -130,8 +130,10 @@ private:
   std::vector<std::unique_ptr<Callback>> Callbacks;
   clang::ast_matchers::MatchFinder Finder;
   Collected Primary, Companions;
-  /// What the rules know about the current translation unit; dropped by reset().
-  std::unique_ptr<AnalysisContext> Analyses;
+  /// What the rules know about the current translation unit (analysis/AnalysisContext.h),
+  /// installed while matches are evaluated; dropped by reset().
+  class Analyses;
+  std::unique_ptr<Analyses> UnitAnalyses;
   /// A rule declined a training loop of the current file: no edit in DeclinedRanges (the
   /// main file's offsets, from analysis/TrainingPlan.h) applies.
   bool Declined = false;

@@ -3,12 +3,6 @@
 
 #define BACKWARD(loss) (loss).backward()
 
-void evaluate_and_tune(torch::nn::Linear &model) {
-    auto loss = model(torch::ones({1, 4})).sum();
-    loss.backward();
-    torch::save(model, "tuned.pt");
-}
-
 // A virtual helper cannot get the accelerator as a parameter: warnings instead.
 struct Tuner {
     virtual void tune(torch::nn::Linear &model) {
@@ -17,22 +11,35 @@ struct Tuner {
     virtual ~Tuner() = default;
 };
 
+auto make_dataset() {
+    return torch::data::datasets::TensorDataset(torch::randn({6, 4}))
+        .map(torch::data::transforms::Stack<torch::data::TensorExample>());
+}
+
+// A backward inside a macro expansion is not edited, so its loop is left as written.
+void macro_step() {
+    torch::nn::Linear model(4, 1);
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    auto loader = torch::data::make_data_loader(make_dataset(), 2);
+    for (auto &batch : *loader) {
+        BACKWARD(model(batch.data).sum());
+        optimizer.step();
+    }
+}
+
 int main() {
     torch::Device device(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU);
     torch::nn::Linear model(4, 1);
     model->to(device);
     torch::optim::SGD optimizer(model->parameters(), 0.1);
-    for (int step = 0; step < 3; ++step) {
+    auto loader = torch::data::make_data_loader(make_dataset(), 2);
+    for (auto &batch : *loader) {
         optimizer.zero_grad();
-        auto loss = model(torch::randn({2, 4}).to(device)).sum();
-        if (step == 0) {
-            BACKWARD(loss);
-        } else {
-            loss.backward();
-        }
+        auto loss = model(batch.data.to(device)).sum();
+        loss.backward();
         optimizer.step();
     }
-    evaluate_and_tune(model);
+    macro_step();
     Tuner().tune(model);
     torch::save(model, "model.pt");
 }

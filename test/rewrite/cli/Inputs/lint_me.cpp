@@ -1,5 +1,5 @@
-// Input of check.test: a single-process training loop; --check reports what the rewrite of it
-// would change.
+// Input of check.test: a single-process training loop over a data loader; --check reports
+// what the rewrite of it would change.
 #include <torch/torch.h>
 
 int main() {
@@ -7,8 +7,9 @@ int main() {
   torch::nn::Linear model(4, 1);
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
-  for (int step = 0; step < 3; ++step) {
-    auto loss = model(torch::randn({2, 4}).to(device)).sum();
+  auto loader = torch::data::make_data_loader(torch::data::datasets::TensorDataset(torch::randn({6, 4})).map(torch::data::transforms::Stack<torch::data::TensorExample>()), 2);
+  for (auto &batch : *loader) {
+    auto loss = model(batch.data.to(device)).sum();
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();

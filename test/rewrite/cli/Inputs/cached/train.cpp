@@ -9,8 +9,9 @@ int main() {
   model->to(torch::kCUDA);
 #endif
   torch::optim::SGD optimizer(model->parameters(), 0.1);
-  for (int step = 0; step < 10; ++step) {
-    torch::Tensor x = torch::randn({8, 4});
+  auto loader = torch::data::make_data_loader(torch::data::datasets::TensorDataset(torch::randn({80, 4})).map(torch::data::transforms::Stack<torch::data::TensorExample>()), 8);
+  for (auto &batch : *loader) {
+    torch::Tensor x = batch.data;
     optimizer.zero_grad();
     torch::Tensor loss = model->forward(x).pow(2).mean();
     loss.backward();
