@@ -5,10 +5,12 @@
 //   model_<i>.pt, optimizer_<i>.pt, scheduler_<i>.pt, scaler.pt   from the main process (the
 //       prepared objects are the same on every process)
 //   process_<rank>.pt   each process's random generators, loader positions and step counters
-//   checkpoint.json     written last: what the checkpoint holds; without it, it is no checkpoint
+//   checkpoint.json     written last: what the checkpoint holds, with every file's size and
+//       CRC-32C (file_checksum.h); without it, it is no checkpoint
 #include "accelerate/accelerator.h"
 
 #include "checkpoint_directory.h"
+#include "file_checksum.h"
 #include "runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -24,7 +27,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char *kFormat = "accelerate-cpp-checkpoint";
-constexpr int kVersion = 1;
+// Version 2 added "files": each file's size and CRC-32C. Version 1 checkpoints (without them)
+// still load, unchecked.
+constexpr int kVersion = 2;
+constexpr int kOldestVersion = 1;
 
 // LRScheduler keeps its position in a protected member and has no serialisation of its own
 // (its learning rates live in the optimizer's parameter groups, which the optimizer saves).
@@ -136,6 +142,17 @@ void save_process_state(const detail::PreparedObjects &prepared,
   archive.save_to(path);
 }
 
+// archive.load_from, with the file named when LibTorch cannot read it (its zip errors do not).
+void load_archive(torch::serialize::InputArchive &archive, const fs::path &path,
+                  std::optional<torch::Device> device = std::nullopt) {
+  try {
+    archive.load_from(path.string(), device);
+  } catch (const std::exception &error) {
+    throw std::runtime_error("accelerate: load_state: " + path.string() +
+                             " cannot be read: " + detail::message_of(error));
+  }
+}
+
 int64_t read_int(torch::serialize::InputArchive &archive, const std::string &key) {
   torch::Tensor value;
   archive.read(key, value);
@@ -155,7 +172,7 @@ struct SavedProcessState {
 SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
                                      const fs::path &path) {
   torch::serialize::InputArchive archive;
-  archive.load_from(path.string());
+  load_archive(archive, path);
   SavedProcessState state;
   archive.read("rng/cpu", state.cpu_rng);
   const auto cuda_count = read_int(archive, "rng/cuda_count");
@@ -341,13 +358,92 @@ nlohmann::json read_manifest(const fs::path &directory) {
   const auto field = [&](const char *key) {
     return manifest.is_object() && manifest.contains(key) ? manifest.at(key) : nlohmann::json();
   };
-  if (field("format") != kFormat || !field("version").is_number_integer() ||
-      field("version") != kVersion) {
+  const auto version = field("version");
+  if (field("format") != kFormat || !version.is_number_integer() || version < kOldestVersion ||
+      version > kVersion) {
     throw std::runtime_error("accelerate: load_state: " + path.string() +
                              " is not an accelerate checkpoint of version " +
-                             std::to_string(kVersion));
+                             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
   }
   return manifest;
+}
+
+// The manifest entry of one file: its size and CRC-32C as save_state wrote them.
+nlohmann::json digest_entry(const detail::FileDigest &digest) {
+  return {{"bytes", digest.bytes}, {"crc32c", digest.crc32c}};
+}
+
+// Checks the files this process is about to read against the sizes and checksums the manifest
+// holds, before anything is read: a damaged file is refused by name, and nothing changes.
+// A version 1 manifest holds none: its files are read unchecked, as before.
+void verify_files(const nlohmann::json &manifest, const fs::path &directory,
+                  const std::vector<std::string> &names) {
+  if (manifest.at("version") == kOldestVersion) {
+    return;
+  }
+  const std::string where = (directory / detail::kCheckpointManifest).string();
+  const auto files = manifest.find("files");
+  if (files == manifest.end() || !files->is_object()) {
+    throw std::runtime_error("accelerate: load_state: " + where +
+                             " is damaged: it has no 'files' with their checksums");
+  }
+  for (const auto &name : names) {
+    const auto entry = files->find(name);
+    const auto number = [&](const char *key, uint64_t maximum) -> std::optional<uint64_t> {
+      if (entry == files->end() || !entry->is_object() || !entry->contains(key) ||
+          !entry->at(key).is_number_unsigned() || entry->at(key).get<uint64_t>() > maximum) {
+        return std::nullopt;
+      }
+      return entry->at(key).get<uint64_t>();
+    };
+    const auto bytes = number("bytes", std::numeric_limits<uint64_t>::max());
+    const auto crc = number("crc32c", std::numeric_limits<uint32_t>::max());
+    if (!bytes || !crc) {
+      throw std::runtime_error("accelerate: load_state: " + where +
+                               " is damaged: it has no size "
+                               "and checksum for " +
+                               name);
+    }
+    const fs::path path = directory / name;
+    detail::FileDigest found;
+    try {
+      found = detail::digest_file(path);
+    } catch (const std::exception &error) {
+      throw std::runtime_error("accelerate: load_state: " + std::string(error.what()));
+    }
+    if (found.bytes != *bytes) {
+      throw std::runtime_error("accelerate: load_state: " + path.string() + " is damaged: it has " +
+                               std::to_string(found.bytes) + " bytes where save_state wrote " +
+                               std::to_string(*bytes) + " (truncated or overwritten)");
+    }
+    if (found.crc32c != *crc) {
+      throw std::runtime_error("accelerate: load_state: " + path.string() +
+                               " is damaged: its contents changed after save_state wrote it "
+                               "(CRC-32C " +
+                               std::to_string(found.crc32c) + ", saved " + std::to_string(*crc) +
+                               ")");
+    }
+  }
+}
+
+// Every process's size and checksum of its own process file, on every process.
+std::vector<detail::FileDigest> share_digests(const detail::ProcessState &process,
+                                              const detail::FileDigest &mine) {
+  if (!process.group) {
+    return {mine};
+  }
+  auto table = torch::zeros({process.info.world_size, 2}, torch::kInt64);
+  table[process.info.rank][0] = static_cast<int64_t>(mine.bytes);
+  table[process.info.rank][1] = static_cast<int64_t>(mine.crc32c);
+  table = table.to(process.device);
+  process.group->sum(table, "save_state (sharing the checksums of the process files)");
+  table = table.cpu();
+  std::vector<detail::FileDigest> digests(process.info.world_size);
+  for (int r = 0; r < process.info.world_size; ++r) {
+    digests[r].bytes = static_cast<uint64_t>(table[r][0].item<int64_t>());
+    digests[r].crc32c = static_cast<uint32_t>(table[r][1].item<int64_t>());
+  }
+  return digests;
 }
 
 // A whole number of the manifest's, refused rather than converted when it is missing, not a
@@ -402,40 +498,44 @@ std::string save_checkpoint(const detail::ProcessState &process,
         }),
         "save_state (creating " + staging.string() + ")");
 
+  // Each file's size and CRC-32C, read back once it is on disk, for the manifest.
+  std::map<std::string, detail::FileDigest> written;
+  const auto write_file = [&](const std::string &name,
+                              const std::function<void(const std::string &)> &write) {
+    detail::write_checkpoint_file(staging / name, write);
+    written[name] = detail::digest_file(staging / name);
+  };
   agree(process, attempt([&] {
-          detail::write_checkpoint_file(
-              staging / process_file(process.info.rank),
-              [&](const std::string &path) { save_process_state(prepared, position, path); });
+          write_file(process_file(process.info.rank), [&](const std::string &path) {
+            save_process_state(prepared, position, path);
+          });
           if (!main_process) {
             return;
           }
           for (size_t i = 0; i < prepared.models.size(); ++i) {
-            detail::write_checkpoint_file(staging / file_for("model", i),
-                                          [&](const std::string &path) {
-                                            torch::serialize::OutputArchive archive;
-                                            prepared.models[i]->save(archive);
-                                            archive.save_to(path);
-                                          });
+            write_file(file_for("model", i), [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              prepared.models[i]->save(archive);
+              archive.save_to(path);
+            });
           }
           for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
-            detail::write_checkpoint_file(staging / file_for("optimizer", i),
-                                          [&](const std::string &path) {
-                                            torch::serialize::OutputArchive archive;
-                                            prepared.optimizers[i]->save(archive);
-                                            archive.save_to(path);
-                                          });
+            write_file(file_for("optimizer", i), [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              prepared.optimizers[i]->save(archive);
+              archive.save_to(path);
+            });
           }
           for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
-            detail::write_checkpoint_file(
-                staging / file_for("scheduler", i), [&](const std::string &path) {
-                  torch::serialize::OutputArchive archive;
-                  archive.write("step_count", torch::tensor(static_cast<int64_t>(
-                                                  SchedulerPosition::of(*prepared.schedulers[i]))));
-                  archive.save_to(path);
-                });
+            write_file(file_for("scheduler", i), [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              archive.write("step_count", torch::tensor(static_cast<int64_t>(
+                                              SchedulerPosition::of(*prepared.schedulers[i]))));
+              archive.save_to(path);
+            });
           }
           if (prepared.scaler) {
-            detail::write_checkpoint_file(staging / "scaler.pt", [&](const std::string &path) {
+            write_file("scaler.pt", [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
               prepared.scaler->save(archive);
               archive.save_to(path);
@@ -443,8 +543,16 @@ std::string save_checkpoint(const detail::ProcessState &process,
           }
         }),
         "save_state (writing " + staging.string() + ")");
+  const auto process_digests = share_digests(process, written.at(process_file(process.info.rank)));
 
   agree(process, !main_process ? std::string() : attempt([&] {
+          nlohmann::json files = nlohmann::json::object();
+          for (const auto &[name, digest] : written) {
+            files[name] = digest_entry(digest);
+          }
+          for (int r = 0; r < process.info.world_size; ++r) {
+            files[process_file(r)] = digest_entry(process_digests[r]);
+          }
           const nlohmann::json manifest = {
               {"format", kFormat},
               {"version", kVersion},
@@ -455,6 +563,7 @@ std::string save_checkpoint(const detail::ProcessState &process,
               {"loaders", live_loaders(prepared).size()},
               {"mixed_precision", process.options.mixed_precision},
               {"global_step", position.global_step},
+              {"files", files},
           };
           detail::write_checkpoint_file(staging / detail::kCheckpointManifest,
                                         [&](const std::string &path) {
@@ -504,30 +613,46 @@ std::string load_checkpoint(const detail::ProcessState &process,
   require_count(manifest, "models", prepared.models.size(), source);
   require_count(manifest, "optimizers", prepared.optimizers.size(), source);
   require_count(manifest, "schedulers", prepared.schedulers.size(), source);
+  std::vector<std::string> to_read;
+  for (size_t i = 0; i < prepared.models.size(); ++i) {
+    to_read.push_back(file_for("model", i));
+  }
+  for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+    to_read.push_back(file_for("optimizer", i));
+  }
+  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+    to_read.push_back(file_for("scheduler", i));
+  }
+  const bool read_scaler = prepared.scaler && fs::exists(source / "scaler.pt");
+  if (read_scaler) {
+    to_read.push_back("scaler.pt");
+  }
+  to_read.push_back(process_file(process.info.rank));
+  verify_files(manifest, source, to_read);
 
   // Everything is read and checked first, then restored (undoing what the last checks, made
   // while restoring, got to): a refused checkpoint changes nothing.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> model_state;
   for (size_t i = 0; i < prepared.models.size(); ++i) {
     torch::serialize::InputArchive archive;
-    archive.load_from((source / file_for("model", i)).string(), process.device);
+    load_archive(archive, source / file_for("model", i), process.device);
     pair_module_state(*prepared.models[i], archive, "model " + std::to_string(i) + " ",
                       model_state);
   }
   std::vector<torch::serialize::InputArchive> optimizer_archives(prepared.optimizers.size());
   for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
-    optimizer_archives[i].load_from((source / file_for("optimizer", i)).string(), process.device);
+    load_archive(optimizer_archives[i], source / file_for("optimizer", i), process.device);
   }
   std::vector<unsigned> scheduler_positions;
   for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
     torch::serialize::InputArchive archive;
-    archive.load_from((source / file_for("scheduler", i)).string());
+    load_archive(archive, source / file_for("scheduler", i));
     scheduler_positions.push_back(static_cast<unsigned>(read_int(archive, "step_count")));
   }
   std::optional<torch::serialize::InputArchive> scaler_archive;
-  if (prepared.scaler && fs::exists(source / "scaler.pt")) {
+  if (read_scaler) {
     scaler_archive.emplace();
-    scaler_archive->load_from((source / "scaler.pt").string());
+    load_archive(*scaler_archive, source / "scaler.pt");
   }
   SavedProcessState saved = read_process_state(prepared, source / process_file(process.info.rank));
 
