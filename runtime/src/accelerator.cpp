@@ -229,35 +229,36 @@ std::atomic<int> g_live_accelerators{0};
 
 int detail::live_accelerators() { return g_live_accelerators.load(); }
 
-detail::Runtime &detail::runtime_of(Accelerator &accelerator) { return accelerator.runtime(); }
-
 Accelerator::Accelerator() : Accelerator(Options{}) {}
 
 Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<detail::Runtime>()) {
   auto &rt = *runtime_;
-  rt.info = detect_process_info();
-  rt.options = resolve(options);
-  rt.device = choose_device(rt.info, rt.options);
-  launch::tune_host_allocator(*rt.options.tune_malloc);
-  rt.setting_checks = detail::SettingChecks::create(rt.info.rank == 0, rt.accumulation_steps(),
-                                                    rt.mixed_precision());
-  if (rt.mixed_precision() == detail::MixedPrecision::FP16) {
-    rt.scaler = std::make_unique<detail::GradScaler>(rt.options.grad_scaler, rt.device);
+  auto &process = rt.process;
+  process.info = detect_process_info();
+  process.options = resolve(options);
+  process.device = choose_device(process.info, process.options);
+  launch::tune_host_allocator(*process.options.tune_malloc);
+  rt.setting_checks = detail::SettingChecks::create(
+      process.info.rank == 0, process.accumulation_steps(), process.mixed_precision());
+  if (process.mixed_precision() == detail::MixedPrecision::FP16) {
+    rt.prepared.scaler =
+        std::make_unique<detail::GradScaler>(process.options.grad_scaler, process.device);
   }
-  if (rt.device.is_cuda()) {
-    use_cuda_device(rt.device);
+  if (process.device.is_cuda()) {
+    use_cuda_device(process.device);
   }
-  if (rt.info.distributed()) {
-    rt.group = shared_group(rt.info, rt.device, rt.options);
+  if (process.info.distributed()) {
+    process.group = shared_group(process.info, process.device, process.options);
   }
-  rt.loader_context = std::make_shared<detail::LoaderContext>();
-  rt.loader_context->device = rt.device;
-  rt.loader_context->rank = rt.info.rank;
-  rt.loader_context->world_size = rt.info.world_size;
-  rt.loader_context->even_batches = rt.options.even_batches;
-  if (rt.group) {
-    std::weak_ptr<detail::ProcessGroup> weak_group = rt.group;
-    rt.loader_context->broadcast_indices = [weak_group](std::vector<int64_t> &indices) {
+  auto &loader_context = rt.prepared.loader_context;
+  loader_context = std::make_shared<detail::LoaderContext>();
+  loader_context->device = process.device;
+  loader_context->rank = process.info.rank;
+  loader_context->world_size = process.info.world_size;
+  loader_context->even_batches = process.options.even_batches;
+  if (process.group) {
+    std::weak_ptr<detail::ProcessGroup> weak_group = process.group;
+    loader_context->broadcast_indices = [weak_group](std::vector<int64_t> &indices) {
       auto group = weak_group.lock();
       TORCH_CHECK(group, "accelerate: a prepared data loader outlived its Accelerator");
       // The length first, then the indices.
@@ -278,17 +279,18 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
 
 Accelerator::~Accelerator() { --g_live_accelerators; }
 
-torch::Device Accelerator::device() const { return runtime_->device; }
-int Accelerator::process_index() const { return runtime_->info.rank; }
-int Accelerator::local_process_index() const { return runtime_->info.local_rank; }
-int Accelerator::num_processes() const { return runtime_->info.world_size; }
+torch::Device Accelerator::device() const { return runtime_->process.device; }
+int Accelerator::process_index() const { return runtime_->process.info.rank; }
+int Accelerator::local_process_index() const { return runtime_->process.info.local_rank; }
+int Accelerator::num_processes() const { return runtime_->process.info.world_size; }
 
 void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &module) {
   auto &rt = *runtime_;
-  module->to(rt.device);
-  rt.models.push_back(module);
+  const auto &process = rt.process;
+  module->to(process.device);
+  rt.prepared.models.push_back(module);
   rt.setting_checks->watch(module->parameters());
-  if (!rt.group) {
+  if (!process.group) {
     return;
   }
   // Every process starts from process 0's parameters and buffers.
@@ -296,54 +298,54 @@ void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &modul
   for (const auto &buffer : module->buffers()) {
     state.push_back(buffer);
   }
-  broadcast_from_main(*rt.group, state);
+  broadcast_from_main(*process.group, state);
 
   detail::GradientSync::Limits limits;
-  limits.first_bucket_bytes = static_cast<size_t>(rt.options.first_bucket_cap_mb * (1 << 20));
-  limits.bucket_bytes = static_cast<size_t>(rt.options.bucket_cap_mb * (1 << 20));
-  rt.gradient_syncs.push_back(detail::GradientSync::create(rt.group, module->parameters(), limits,
-                                                           detail::compression_of(rt.options)));
+  limits.first_bucket_bytes = static_cast<size_t>(process.options.first_bucket_cap_mb * (1 << 20));
+  limits.bucket_bytes = static_cast<size_t>(process.options.bucket_cap_mb * (1 << 20));
+  rt.gradients.syncs.push_back(detail::GradientSync::create(
+      process.group, module->parameters(), limits, detail::compression_of(process.options)));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {
-  runtime_->optimizers.push_back(&optimizer);
+  runtime_->prepared.optimizers.push_back(&optimizer);
 }
 
 void Accelerator::prepare_scheduler(torch::optim::LRScheduler &scheduler) {
-  runtime_->schedulers.push_back(&scheduler);
+  runtime_->prepared.schedulers.push_back(&scheduler);
 }
 
 std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {
-  return runtime_->loader_context;
+  return runtime_->prepared.loader_context;
 }
 
 void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradient,
                            std::optional<bool> retain_graph, bool create_graph) {
   auto &rt = *runtime_;
   // Accumulating N steps sums N gradients: each contributes 1/N, as one step over N batches.
-  const int steps = rt.accumulation_steps();
+  const int steps = rt.process.accumulation_steps();
   auto scaled = steps > 1 ? loss / steps : loss;
-  if (rt.scaler) {
-    scaled = rt.scaler->scale(scaled); // fp16: keep small gradients above underflow
+  if (rt.prepared.scaler) {
+    scaled = rt.prepared.scaler->scale(scaled); // fp16: keep small gradients above underflow
   }
   {
     // Checks the guards of this step, and marks this backward as the accelerator's own.
-    detail::SettingChecks::Backward checked(*rt.setting_checks,
-                                            at::autocast::is_autocast_enabled(rt.device.type()));
+    detail::SettingChecks::Backward checked(
+        *rt.setting_checks, at::autocast::is_autocast_enabled(rt.process.device.type()));
     // Backward runs in the dtypes autocast chose for the forward pass, not under autocast.
-    detail::AutocastOff autocast_off(rt.device.type());
+    detail::AutocastOff autocast_off(rt.process.device.type());
     // Gradient synchronisation completes inside: autograd runs it when backward ends.
     scaled.backward(gradient, retain_graph, create_graph);
   }
-  ++rt.global_step;
-  rt.unapplied_gradients = true;
+  ++rt.gradients.position.global_step;
+  rt.gradients.position.unapplied_gradients = true;
 }
 
-int64_t Accelerator::global_step() const { return runtime_->global_step; }
+int64_t Accelerator::global_step() const { return runtime_->gradients.position.global_step; }
 
 void Accelerator::wait_for_everyone() {
-  if (runtime_->group) {
-    runtime_->group->barrier();
+  if (runtime_->process.group) {
+    runtime_->process.group->barrier();
   }
 }
 

@@ -12,16 +12,18 @@ Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
   rt.setting_checks->accumulate_guard_opened();
   // A cycle ends every N steps and with the last batch of a prepared loader, so no gradient
   // is left unapplied at the end of an epoch.
-  if (rt.loader_context->end_of_dataloader) {
-    rt.accumulation_step = 0;
-    rt.sync_gradients = true;
+  auto &gradients = rt.gradients;
+  auto &step = gradients.position.accumulation_step;
+  if (rt.prepared.loader_context->end_of_dataloader) {
+    step = 0;
+    gradients.sync_gradients = true;
   } else {
-    rt.accumulation_step = (rt.accumulation_step + 1) % rt.accumulation_steps();
-    rt.sync_gradients = rt.accumulation_step == 0;
+    step = (step + 1) % rt.process.accumulation_steps();
+    gradients.sync_gradients = step == 0;
   }
-  rt.optimizer_stepped = false;
-  for (auto &sync : rt.gradient_syncs) {
-    sync->set_enabled(rt.sync_gradients);
+  gradients.optimizer_stepped = false;
+  for (auto &sync : gradients.syncs) {
+    sync->set_enabled(gradients.sync_gradients);
   }
 }
 
@@ -37,41 +39,44 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
   // Outside a guard every backward synchronises again.
   auto &rt = accelerator_->runtime();
   rt.setting_checks->accumulate_guard_closed();
-  for (auto &sync : rt.gradient_syncs) {
+  for (auto &sync : rt.gradients.syncs) {
     sync->set_enabled(true);
   }
 }
 
-bool Accelerator::sync_gradients() const { return runtime_->sync_gradients; }
+bool Accelerator::sync_gradients() const { return runtime_->gradients.sync_gradients; }
 
-int Accelerator::gradient_accumulation_steps() const { return runtime_->accumulation_steps(); }
+int Accelerator::gradient_accumulation_steps() const {
+  return runtime_->process.accumulation_steps();
+}
 
 bool Accelerator::step(torch::optim::Optimizer &optimizer) {
   auto &rt = *runtime_;
-  if (!rt.sync_gradients) {
+  if (!rt.gradients.sync_gradients) {
     return false;
   }
   // Applied (or, after an fp16 overflow, discarded): the next zero_grad may clear them.
-  rt.unapplied_gradients = false;
-  if (rt.scaler) {
-    const bool stepped = rt.scaler->step(optimizer);
-    rt.scaler->update();
-    rt.step_was_skipped = !stepped;
+  rt.gradients.position.unapplied_gradients = false;
+  if (rt.prepared.scaler) {
+    const bool stepped = rt.prepared.scaler->step(optimizer);
+    rt.prepared.scaler->update();
+    rt.gradients.step_was_skipped = !stepped;
     // A skipped step is no step for the scheduler either.
-    rt.optimizer_stepped = rt.optimizer_stepped || stepped;
+    rt.gradients.optimizer_stepped = rt.gradients.optimizer_stepped || stepped;
     return stepped;
   }
   optimizer.step();
-  rt.step_was_skipped = false;
-  rt.optimizer_stepped = true;
+  rt.gradients.step_was_skipped = false;
+  rt.gradients.optimizer_stepped = true;
   return true;
 }
 
 bool Accelerator::step(torch::optim::LRScheduler &scheduler) {
   // Outside accumulate() there is no cycle: the scheduler follows the program's calls, except
   // after an fp16 step skipped for overflow.
-  const bool in_cycle = runtime_->accumulation_steps() > 1;
-  if ((in_cycle && !runtime_->optimizer_stepped) || runtime_->step_was_skipped) {
+  const bool in_cycle = runtime_->process.accumulation_steps() > 1;
+  if ((in_cycle && !runtime_->gradients.optimizer_stepped) ||
+      runtime_->gradients.step_was_skipped) {
     return false;
   }
   scheduler.step();
@@ -82,16 +87,18 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
   // Without accumulation every step is whole: clear as asked. With it, keep the gradients of
   // a cycle until the optimizer has used them, wherever the loop calls zero_grad (first in
   // the step, as LibTorch's examples do, or after the step).
-  if (runtime_->accumulation_steps() == 1 || !runtime_->unapplied_gradients) {
+  if (runtime_->process.accumulation_steps() == 1 ||
+      !runtime_->gradients.position.unapplied_gradients) {
     optimizer.zero_grad(set_to_none);
   }
 }
 
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                                     double norm_type) {
-  if (runtime_->scaler && runtime_->sync_gradients) {
-    for (auto *optimizer : runtime_->optimizers) {
-      runtime_->scaler->unscale(*optimizer); // clip the true gradients, not the scaled ones
+  if (runtime_->prepared.scaler && runtime_->gradients.sync_gradients) {
+    for (auto *optimizer : runtime_->prepared.optimizers) {
+      runtime_->prepared.scaler->unscale(
+          *optimizer); // clip the true gradients, not the scaled ones
     }
   }
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);

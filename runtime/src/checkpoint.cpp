@@ -5,10 +5,12 @@
 //   model_<i>.pt, optimizer_<i>.pt, scheduler_<i>.pt, scaler.pt   from the main process (the
 //       prepared objects are the same on every process)
 //   process_<rank>.pt   each process's random generators, loader positions and step counters
-//   checkpoint.json     written last: what the checkpoint holds; without it, it is no checkpoint
+//   checkpoint.json     written last: what the checkpoint holds, with every file's size and
+//       CRC-32C (file_checksum.h); without it, it is no checkpoint
 #include "accelerate/accelerator.h"
 
 #include "checkpoint_directory.h"
+#include "file_checksum.h"
 #include "runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -24,7 +27,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char *kFormat = "accelerate-cpp-checkpoint";
-constexpr int kVersion = 1;
+// Version 2 added "files": each file's size and CRC-32C. Version 1 checkpoints (without them)
+// still load, unchecked.
+constexpr int kVersion = 2;
+constexpr int kOldestVersion = 1;
 
 // LRScheduler keeps its position in a protected member and has no serialisation of its own
 // (its learning rates live in the optimizer's parameter groups, which the optimizer saves).
@@ -42,23 +48,24 @@ std::string process_file(int rank) { return "process_" + std::to_string(rank) + 
 
 // Every process learns whether any failed a step of the protocol; those that did not fail are
 // told which did, so that no process waits for a peer that gave up.
-void agree(detail::Runtime &rt, const std::string &my_error, const std::string &what) {
-  if (!rt.group) {
+void agree(const detail::ProcessState &process, const std::string &my_error,
+           const std::string &what) {
+  if (!process.group) {
     if (!my_error.empty()) {
       throw std::runtime_error(my_error);
     }
     return;
   }
-  auto failed = torch::zeros({rt.info.world_size}, torch::kInt32);
-  failed[rt.info.rank] = my_error.empty() ? 0 : 1;
-  failed = failed.to(rt.device);
-  rt.group->sum(failed, what);
+  auto failed = torch::zeros({process.info.world_size}, torch::kInt32);
+  failed[process.info.rank] = my_error.empty() ? 0 : 1;
+  failed = failed.to(process.device);
+  process.group->sum(failed, what);
   const auto flags = failed.cpu();
   if (!my_error.empty()) {
     throw std::runtime_error(my_error);
   }
   std::ostringstream ranks;
-  for (int r = 0; r < rt.info.world_size; ++r) {
+  for (int r = 0; r < process.info.world_size; ++r) {
     if (flags[r].item<int>() != 0) {
       ranks << (ranks.tellp() > 0 ? ", " : "") << r;
     }
@@ -90,9 +97,10 @@ std::vector<at::Generator> cuda_generators() {
 }
 
 // The loaders that still exist, in order of creation (loaders made per epoch come and go).
-std::vector<std::shared_ptr<detail::LoaderProgress>> live_loaders(detail::Runtime &rt) {
+std::vector<std::shared_ptr<detail::LoaderProgress>>
+live_loaders(const detail::PreparedObjects &prepared) {
   std::vector<std::shared_ptr<detail::LoaderProgress>> live;
-  for (const auto &weak : rt.loader_context->loaders) {
+  for (const auto &weak : prepared.loader_context->loaders) {
     if (auto progress = weak.lock()) {
       live.push_back(std::move(progress));
     }
@@ -100,7 +108,8 @@ std::vector<std::shared_ptr<detail::LoaderProgress>> live_loaders(detail::Runtim
   return live;
 }
 
-void save_process_state(detail::Runtime &rt, const std::string &path) {
+void save_process_state(const detail::PreparedObjects &prepared,
+                        const detail::StepPosition &position, const std::string &path) {
   torch::serialize::OutputArchive archive;
   {
     auto generator = at::detail::getDefaultCPUGenerator();
@@ -113,7 +122,7 @@ void save_process_state(detail::Runtime &rt, const std::string &path) {
     std::lock_guard<std::mutex> lock(cuda[i].mutex());
     archive.write("rng/cuda_" + std::to_string(i), cuda[i].get_state());
   }
-  const auto loaders = live_loaders(rt);
+  const auto loaders = live_loaders(prepared);
   archive.write("loader_count", torch::tensor(static_cast<int64_t>(loaders.size())));
   for (size_t i = 0; i < loaders.size(); ++i) {
     const std::string key = "loader_" + std::to_string(i) + "/";
@@ -125,10 +134,23 @@ void save_process_state(detail::Runtime &rt, const std::string &path) {
     archive.write(key + "batches", torch::tensor(static_cast<int64_t>(p.batches)));
     archive.write(key + "epochs_begun", torch::tensor(p.epochs_begun));
   }
-  archive.write("accumulation_step", torch::tensor(static_cast<int64_t>(rt.accumulation_step)));
-  archive.write("global_step", torch::tensor(rt.global_step));
-  archive.write("unapplied_gradients", torch::tensor(static_cast<int64_t>(rt.unapplied_gradients)));
+  archive.write("accumulation_step",
+                torch::tensor(static_cast<int64_t>(position.accumulation_step)));
+  archive.write("global_step", torch::tensor(position.global_step));
+  archive.write("unapplied_gradients",
+                torch::tensor(static_cast<int64_t>(position.unapplied_gradients)));
   archive.save_to(path);
+}
+
+// archive.load_from, with the file named when LibTorch cannot read it (its zip errors do not).
+void load_archive(torch::serialize::InputArchive &archive, const fs::path &path,
+                  std::optional<torch::Device> device = std::nullopt) {
+  try {
+    archive.load_from(path.string(), device);
+  } catch (const std::exception &error) {
+    throw std::runtime_error("accelerate: load_state: " + path.string() +
+                             " cannot be read: " + detail::message_of(error));
+  }
 }
 
 int64_t read_int(torch::serialize::InputArchive &archive, const std::string &key) {
@@ -138,7 +160,7 @@ int64_t read_int(torch::serialize::InputArchive &archive, const std::string &key
 }
 
 // One process's part of a checkpoint, read and checked before anything is restored.
-struct ProcessState {
+struct SavedProcessState {
   torch::Tensor cpu_rng;
   std::vector<torch::Tensor> cuda_rng;
   /// Saved loader progress for each live loader it belongs to (null: that loader starts fresh).
@@ -147,10 +169,11 @@ struct ProcessState {
   bool unapplied_gradients = false;
 };
 
-ProcessState read_process_state(detail::Runtime &rt, const fs::path &path) {
+SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
+                                     const fs::path &path) {
   torch::serialize::InputArchive archive;
-  archive.load_from(path.string());
-  ProcessState state;
+  load_archive(archive, path);
+  SavedProcessState state;
   archive.read("rng/cpu", state.cpu_rng);
   const auto cuda_count = read_int(archive, "rng/cuda_count");
   for (int64_t i = 0; i < cuda_count; ++i) {
@@ -160,7 +183,7 @@ ProcessState read_process_state(detail::Runtime &rt, const fs::path &path) {
   // Saved loaders are matched in order to the live ones of the same dataset size and batch
   // size; a loader made per epoch (evaluation) may exist on one side only. What must not be
   // lost is a loader in the middle of an epoch.
-  const auto live = live_loaders(rt);
+  const auto live = live_loaders(prepared);
   state.loaders.resize(live.size());
   size_t next_live = 0;
   const auto saved_count = read_int(archive, "loader_count");
@@ -240,12 +263,12 @@ struct Undo {
   torch::Tensor cpu_rng;
   std::vector<torch::Tensor> cuda_rng;
 
-  explicit Undo(detail::Runtime &rt) {
-    for (const auto &optimizer : rt.optimizers) {
+  explicit Undo(const detail::PreparedObjects &prepared) {
+    for (const auto &optimizer : prepared.optimizers) {
       optimizers.push_back(archive_bytes([&](auto &archive) { optimizer->save(archive); }));
     }
-    if (rt.scaler) {
-      scaler = archive_bytes([&](auto &archive) { rt.scaler->save(archive); });
+    if (prepared.scaler) {
+      scaler = archive_bytes([&](auto &archive) { prepared.scaler->save(archive); });
     }
     {
       auto generator = at::detail::getDefaultCPUGenerator();
@@ -258,29 +281,31 @@ struct Undo {
     }
   }
 
-  void restore(detail::Runtime &rt) const {
+  void restore(const detail::PreparedObjects &prepared) const {
     for (size_t i = 0; i < optimizers.size(); ++i) {
-      read_archive_bytes(optimizers[i], [&](auto &archive) { rt.optimizers[i]->load(archive); });
+      read_archive_bytes(optimizers[i],
+                         [&](auto &archive) { prepared.optimizers[i]->load(archive); });
     }
     if (scaler) {
-      read_archive_bytes(*scaler, [&](auto &archive) { rt.scaler->load(archive); });
+      read_archive_bytes(*scaler, [&](auto &archive) { prepared.scaler->load(archive); });
     }
     set_generators(cpu_rng, cuda_rng);
   }
 };
 
 // Everything but the generators (set_generators), none of which can fail.
-void apply_process_state(detail::Runtime &rt, ProcessState state) {
-  const auto live = live_loaders(rt);
+void apply_process_state(const detail::PreparedObjects &prepared, detail::StepPosition &position,
+                         SavedProcessState state) {
+  const auto live = live_loaders(prepared);
   for (size_t i = 0; i < live.size(); ++i) {
     if (state.loaders[i]) {
       *live[i] = std::move(*state.loaders[i]);
     }
   }
-  rt.loader_context->end_of_dataloader = false;
-  rt.accumulation_step = static_cast<int>(state.accumulation_step);
-  rt.global_step = state.global_step;
-  rt.unapplied_gradients = state.unapplied_gradients;
+  prepared.loader_context->end_of_dataloader = false;
+  position.accumulation_step = static_cast<int>(state.accumulation_step);
+  position.global_step = state.global_step;
+  position.unapplied_gradients = state.unapplied_gradients;
 }
 
 // The model's own tensors paired with the archive's values, every shape checked, so that a
@@ -333,13 +358,92 @@ nlohmann::json read_manifest(const fs::path &directory) {
   const auto field = [&](const char *key) {
     return manifest.is_object() && manifest.contains(key) ? manifest.at(key) : nlohmann::json();
   };
-  if (field("format") != kFormat || !field("version").is_number_integer() ||
-      field("version") != kVersion) {
+  const auto version = field("version");
+  if (field("format") != kFormat || !version.is_number_integer() || version < kOldestVersion ||
+      version > kVersion) {
     throw std::runtime_error("accelerate: load_state: " + path.string() +
                              " is not an accelerate checkpoint of version " +
-                             std::to_string(kVersion));
+                             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
   }
   return manifest;
+}
+
+// The manifest entry of one file: its size and CRC-32C as save_state wrote them.
+nlohmann::json digest_entry(const detail::FileDigest &digest) {
+  return {{"bytes", digest.bytes}, {"crc32c", digest.crc32c}};
+}
+
+// Checks the files this process is about to read against the sizes and checksums the manifest
+// holds, before anything is read: a damaged file is refused by name, and nothing changes.
+// A version 1 manifest holds none: its files are read unchecked, as before.
+void verify_files(const nlohmann::json &manifest, const fs::path &directory,
+                  const std::vector<std::string> &names) {
+  if (manifest.at("version") == kOldestVersion) {
+    return;
+  }
+  const std::string where = (directory / detail::kCheckpointManifest).string();
+  const auto files = manifest.find("files");
+  if (files == manifest.end() || !files->is_object()) {
+    throw std::runtime_error("accelerate: load_state: " + where +
+                             " is damaged: it has no 'files' with their checksums");
+  }
+  for (const auto &name : names) {
+    const auto entry = files->find(name);
+    const auto number = [&](const char *key, uint64_t maximum) -> std::optional<uint64_t> {
+      if (entry == files->end() || !entry->is_object() || !entry->contains(key) ||
+          !entry->at(key).is_number_unsigned() || entry->at(key).get<uint64_t>() > maximum) {
+        return std::nullopt;
+      }
+      return entry->at(key).get<uint64_t>();
+    };
+    const auto bytes = number("bytes", std::numeric_limits<uint64_t>::max());
+    const auto crc = number("crc32c", std::numeric_limits<uint32_t>::max());
+    if (!bytes || !crc) {
+      throw std::runtime_error("accelerate: load_state: " + where +
+                               " is damaged: it has no size "
+                               "and checksum for " +
+                               name);
+    }
+    const fs::path path = directory / name;
+    detail::FileDigest found;
+    try {
+      found = detail::digest_file(path);
+    } catch (const std::exception &error) {
+      throw std::runtime_error("accelerate: load_state: " + std::string(error.what()));
+    }
+    if (found.bytes != *bytes) {
+      throw std::runtime_error("accelerate: load_state: " + path.string() + " is damaged: it has " +
+                               std::to_string(found.bytes) + " bytes where save_state wrote " +
+                               std::to_string(*bytes) + " (truncated or overwritten)");
+    }
+    if (found.crc32c != *crc) {
+      throw std::runtime_error("accelerate: load_state: " + path.string() +
+                               " is damaged: its contents changed after save_state wrote it "
+                               "(CRC-32C " +
+                               std::to_string(found.crc32c) + ", saved " + std::to_string(*crc) +
+                               ")");
+    }
+  }
+}
+
+// Every process's size and checksum of its own process file, on every process.
+std::vector<detail::FileDigest> share_digests(const detail::ProcessState &process,
+                                              const detail::FileDigest &mine) {
+  if (!process.group) {
+    return {mine};
+  }
+  auto table = torch::zeros({process.info.world_size, 2}, torch::kInt64);
+  table[process.info.rank][0] = static_cast<int64_t>(mine.bytes);
+  table[process.info.rank][1] = static_cast<int64_t>(mine.crc32c);
+  table = table.to(process.device);
+  process.group->sum(table, "save_state (sharing the checksums of the process files)");
+  table = table.cpu();
+  std::vector<detail::FileDigest> digests(process.info.world_size);
+  for (int r = 0; r < process.info.world_size; ++r) {
+    digests[r].bytes = static_cast<uint64_t>(table[r][0].item<int64_t>());
+    digests[r].crc32c = static_cast<uint32_t>(table[r][1].item<int64_t>());
+  }
+  return digests;
 }
 
 // A whole number of the manifest's, refused rather than converted when it is missing, not a
@@ -377,76 +481,89 @@ void require_count(const nlohmann::json &manifest, const std::string &kind, size
   }
 }
 
-} // namespace
-
-std::string Accelerator::save_state(const std::string &directory) {
-  auto &rt = *runtime_;
+std::string save_checkpoint(const detail::ProcessState &process,
+                            const detail::PreparedObjects &prepared,
+                            const detail::StepPosition &position, const std::string &directory) {
+  const bool main_process = process.info.rank == 0;
   const bool automatic = directory.empty();
   // Every process looks before any of them publishes (the first agree below orders it).
-  const fs::path target =
-      automatic ? detail::next_automatic_checkpoint(rt.options.project_dir) : fs::path(directory);
+  const fs::path target = automatic ? detail::next_automatic_checkpoint(process.options.project_dir)
+                                    : fs::path(directory);
   const fs::path staging = detail::staging_directory_for(target);
 
-  agree(rt, !is_main_process() ? std::string() : attempt([&] {
+  agree(process, !main_process ? std::string() : attempt([&] {
           // Left over from a save that was interrupted: never part of a checkpoint.
           fs::remove_all(staging);
           fs::create_directories(staging);
         }),
         "save_state (creating " + staging.string() + ")");
 
-  agree(rt, attempt([&] {
-          detail::write_checkpoint_file(
-              staging / process_file(rt.info.rank),
-              [&](const std::string &path) { save_process_state(rt, path); });
-          if (!is_main_process()) {
+  // Each file's size and CRC-32C, read back once it is on disk, for the manifest.
+  std::map<std::string, detail::FileDigest> written;
+  const auto write_file = [&](const std::string &name,
+                              const std::function<void(const std::string &)> &write) {
+    detail::write_checkpoint_file(staging / name, write);
+    written[name] = detail::digest_file(staging / name);
+  };
+  agree(process, attempt([&] {
+          write_file(process_file(process.info.rank), [&](const std::string &path) {
+            save_process_state(prepared, position, path);
+          });
+          if (!main_process) {
             return;
           }
-          for (size_t i = 0; i < rt.models.size(); ++i) {
-            detail::write_checkpoint_file(staging / file_for("model", i),
-                                          [&](const std::string &path) {
-                                            torch::serialize::OutputArchive archive;
-                                            rt.models[i]->save(archive);
-                                            archive.save_to(path);
-                                          });
-          }
-          for (size_t i = 0; i < rt.optimizers.size(); ++i) {
-            detail::write_checkpoint_file(staging / file_for("optimizer", i),
-                                          [&](const std::string &path) {
-                                            torch::serialize::OutputArchive archive;
-                                            rt.optimizers[i]->save(archive);
-                                            archive.save_to(path);
-                                          });
-          }
-          for (size_t i = 0; i < rt.schedulers.size(); ++i) {
-            detail::write_checkpoint_file(
-                staging / file_for("scheduler", i), [&](const std::string &path) {
-                  torch::serialize::OutputArchive archive;
-                  archive.write("step_count", torch::tensor(static_cast<int64_t>(
-                                                  SchedulerPosition::of(*rt.schedulers[i]))));
-                  archive.save_to(path);
-                });
-          }
-          if (rt.scaler) {
-            detail::write_checkpoint_file(staging / "scaler.pt", [&](const std::string &path) {
+          for (size_t i = 0; i < prepared.models.size(); ++i) {
+            write_file(file_for("model", i), [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
-              rt.scaler->save(archive);
+              prepared.models[i]->save(archive);
+              archive.save_to(path);
+            });
+          }
+          for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+            write_file(file_for("optimizer", i), [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              prepared.optimizers[i]->save(archive);
+              archive.save_to(path);
+            });
+          }
+          for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+            write_file(file_for("scheduler", i), [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              archive.write("step_count", torch::tensor(static_cast<int64_t>(
+                                              SchedulerPosition::of(*prepared.schedulers[i]))));
+              archive.save_to(path);
+            });
+          }
+          if (prepared.scaler) {
+            write_file("scaler.pt", [&](const std::string &path) {
+              torch::serialize::OutputArchive archive;
+              prepared.scaler->save(archive);
               archive.save_to(path);
             });
           }
         }),
         "save_state (writing " + staging.string() + ")");
+  const auto process_digests = share_digests(process, written.at(process_file(process.info.rank)));
 
-  agree(rt, !is_main_process() ? std::string() : attempt([&] {
+  agree(process, !main_process ? std::string() : attempt([&] {
+          nlohmann::json files = nlohmann::json::object();
+          for (const auto &[name, digest] : written) {
+            files[name] = digest_entry(digest);
+          }
+          for (int r = 0; r < process.info.world_size; ++r) {
+            files[process_file(r)] = digest_entry(process_digests[r]);
+          }
           const nlohmann::json manifest = {
               {"format", kFormat},
               {"version", kVersion},
-              {"world_size", rt.info.world_size},
-              {"models", rt.models.size()},
-              {"optimizers", rt.optimizers.size()},
-              {"schedulers", rt.schedulers.size()},
-              {"loaders", live_loaders(rt).size()},
-              {"mixed_precision", rt.options.mixed_precision},
-              {"global_step", rt.global_step},
+              {"world_size", process.info.world_size},
+              {"models", prepared.models.size()},
+              {"optimizers", prepared.optimizers.size()},
+              {"schedulers", prepared.schedulers.size()},
+              {"loaders", live_loaders(prepared).size()},
+              {"mixed_precision", process.options.mixed_precision},
+              {"global_step", position.global_step},
+              {"files", files},
           };
           detail::write_checkpoint_file(staging / detail::kCheckpointManifest,
                                         [&](const std::string &path) {
@@ -462,80 +579,99 @@ std::string Accelerator::save_state(const std::string &directory) {
           }
           detail::publish_directory(staging, target);
           if (automatic) {
-            detail::rotate_automatic_checkpoints(rt.options.project_dir, rt.options.total_limit);
+            detail::rotate_automatic_checkpoints(process.options.project_dir,
+                                                 process.options.total_limit);
           }
         }),
         "save_state (publishing " + target.string() + ")");
   return target.string();
 }
 
-std::string Accelerator::load_state(const std::string &directory) {
-  auto &rt = *runtime_;
+std::string load_checkpoint(const detail::ProcessState &process,
+                            const detail::PreparedObjects &prepared, detail::StepPosition &position,
+                            const std::string &directory) {
   fs::path source = directory;
   if (directory.empty()) {
-    const auto found = detail::automatic_checkpoints(rt.options.project_dir);
+    const auto found = detail::automatic_checkpoints(process.options.project_dir);
     if (found.empty()) {
       throw std::runtime_error("accelerate: load_state: no complete checkpoint under " +
-                               (fs::path(rt.options.project_dir) / "checkpoints").string());
+                               (fs::path(process.options.project_dir) / "checkpoints").string());
     }
     source = found.back();
   }
   const auto manifest = read_manifest(source);
   const int saved_world = manifest_number<int>(manifest, "world_size", source);
-  if (saved_world != rt.info.world_size) {
+  if (saved_world != process.info.world_size) {
     throw std::runtime_error(
         "accelerate: load_state: " + source.string() + " was saved by " +
         std::to_string(saved_world) + " processes and this job has " +
-        std::to_string(rt.info.world_size) +
+        std::to_string(process.info.world_size) +
         ". A checkpoint's data positions and random generators belong to its processes, so it "
         "resumes only at the same world size; to start over at another size, load the model "
         "files (model_<i>.pt, torch::load) and begin a new epoch");
   }
-  require_count(manifest, "models", rt.models.size(), source);
-  require_count(manifest, "optimizers", rt.optimizers.size(), source);
-  require_count(manifest, "schedulers", rt.schedulers.size(), source);
+  require_count(manifest, "models", prepared.models.size(), source);
+  require_count(manifest, "optimizers", prepared.optimizers.size(), source);
+  require_count(manifest, "schedulers", prepared.schedulers.size(), source);
+  std::vector<std::string> to_read;
+  for (size_t i = 0; i < prepared.models.size(); ++i) {
+    to_read.push_back(file_for("model", i));
+  }
+  for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+    to_read.push_back(file_for("optimizer", i));
+  }
+  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+    to_read.push_back(file_for("scheduler", i));
+  }
+  const bool read_scaler = prepared.scaler && fs::exists(source / "scaler.pt");
+  if (read_scaler) {
+    to_read.push_back("scaler.pt");
+  }
+  to_read.push_back(process_file(process.info.rank));
+  verify_files(manifest, source, to_read);
 
   // Everything is read and checked first, then restored (undoing what the last checks, made
   // while restoring, got to): a refused checkpoint changes nothing.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> model_state;
-  for (size_t i = 0; i < rt.models.size(); ++i) {
+  for (size_t i = 0; i < prepared.models.size(); ++i) {
     torch::serialize::InputArchive archive;
-    archive.load_from((source / file_for("model", i)).string(), rt.device);
-    pair_module_state(*rt.models[i], archive, "model " + std::to_string(i) + " ", model_state);
+    load_archive(archive, source / file_for("model", i), process.device);
+    pair_module_state(*prepared.models[i], archive, "model " + std::to_string(i) + " ",
+                      model_state);
   }
-  std::vector<torch::serialize::InputArchive> optimizer_archives(rt.optimizers.size());
-  for (size_t i = 0; i < rt.optimizers.size(); ++i) {
-    optimizer_archives[i].load_from((source / file_for("optimizer", i)).string(), rt.device);
+  std::vector<torch::serialize::InputArchive> optimizer_archives(prepared.optimizers.size());
+  for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+    load_archive(optimizer_archives[i], source / file_for("optimizer", i), process.device);
   }
   std::vector<unsigned> scheduler_positions;
-  for (size_t i = 0; i < rt.schedulers.size(); ++i) {
+  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
     torch::serialize::InputArchive archive;
-    archive.load_from((source / file_for("scheduler", i)).string());
+    load_archive(archive, source / file_for("scheduler", i));
     scheduler_positions.push_back(static_cast<unsigned>(read_int(archive, "step_count")));
   }
   std::optional<torch::serialize::InputArchive> scaler_archive;
-  if (rt.scaler && fs::exists(source / "scaler.pt")) {
+  if (read_scaler) {
     scaler_archive.emplace();
-    scaler_archive->load_from((source / "scaler.pt").string());
+    load_archive(*scaler_archive, source / "scaler.pt");
   }
-  ProcessState process = read_process_state(rt, source / process_file(rt.info.rank));
+  SavedProcessState saved = read_process_state(prepared, source / process_file(process.info.rank));
 
   // What can still refuse the checkpoint goes first, undone if it does; then what cannot.
-  const Undo undo(rt);
+  const Undo undo(prepared);
   std::string file;
   try {
-    for (size_t i = 0; i < rt.optimizers.size(); ++i) {
+    for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
       file = file_for("optimizer", i);
-      rt.optimizers[i]->load(optimizer_archives[i]);
+      prepared.optimizers[i]->load(optimizer_archives[i]);
     }
     if (scaler_archive) {
       file = "scaler.pt";
-      rt.scaler->load(*scaler_archive);
+      prepared.scaler->load(*scaler_archive);
     }
-    file = process_file(rt.info.rank);
-    set_generators(process.cpu_rng, process.cuda_rng);
+    file = process_file(process.info.rank);
+    set_generators(saved.cpu_rng, saved.cuda_rng);
   } catch (const std::exception &error) {
-    undo.restore(rt);
+    undo.restore(prepared);
     throw std::runtime_error("accelerate: load_state: " + (source / file).string() +
                              " does not hold what this program prepared: " + error.what());
   }
@@ -545,11 +681,24 @@ std::string Accelerator::load_state(const std::string &directory) {
       target.copy_(value);
     }
   }
-  for (size_t i = 0; i < rt.schedulers.size(); ++i) {
-    SchedulerPosition::of(*rt.schedulers[i]) = scheduler_positions[i];
+  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+    SchedulerPosition::of(*prepared.schedulers[i]) = scheduler_positions[i];
   }
-  apply_process_state(rt, std::move(process));
+  apply_process_state(prepared, position, std::move(saved));
   return source.string();
+}
+
+} // namespace
+
+// The Accelerator hands the checkpoint code what it saves, and nothing else.
+std::string Accelerator::save_state(const std::string &directory) {
+  const auto &rt = *runtime_;
+  return save_checkpoint(rt.process, rt.prepared, rt.gradients.position, directory);
+}
+
+std::string Accelerator::load_state(const std::string &directory) {
+  auto &rt = *runtime_;
+  return load_checkpoint(rt.process, rt.prepared, rt.gradients.position, directory);
 }
 
 } // namespace accelerate

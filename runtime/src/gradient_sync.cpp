@@ -88,67 +88,35 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     bucket_bytes[bucket] += bytes;
     slots_.push_back(slot);
   }
-  const auto &wire_dtype = compression_.wire_dtype;
-  const auto rounded = [&](const torch::Tensor &parameter) {
-    const auto dtype = parameter.scalar_type();
-    return wire_dtype && c10::isFloatingType(dtype) && dtype != *wire_dtype;
-  };
-  const auto low_rank = [&](const torch::Tensor &parameter) {
-    return compression_.power_sgd && c10::isFloatingType(parameter.scalar_type());
-  };
-  // With shared memory, uncompressed CPU buckets live in this process's area of a segment
-  // every process maps, and are summed where they lie: no copy in or out (for `wide`'s 21 MB,
-  // two of a step's passes over the gradients). Every process asks, so that all agree.
-  std::vector<size_t> area_offset(buckets_.size(), SIZE_MAX);
-  if (group_->shared_memory() != nullptr) {
-    size_t area_bytes = 0;
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      const auto &first = slots_[buckets_[b].slots.front()].parameter;
-      if (first.is_cpu() && !rounded(first) && !low_rank(first)) {
-        area_offset[b] = area_bytes;
-        const size_t flags_bytes = buckets_[b].slots.size() * first.element_size();
-        area_bytes += (bucket_bytes[b] + flags_bytes + 63) / 64 * 64;
-      }
-    }
-    areas_ = group_->shared_bucket_areas(std::max<size_t>(area_bytes, 64));
-  }
+  std::vector<BucketLayout> layouts;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     // After the gradients, one flag per parameter: 1 where this process has a gradient for it.
-    // Summed by the same all-reduce, it tells which parameters no process used, whose .grad is
+    // Summed with the gradients, it tells which parameters no process used, whose .grad is
     // then left as it is, as in a single process.
     auto &bucket = buckets_[b];
     const auto &first = slots_[bucket.slots.front()].parameter;
     const auto elements = static_cast<int64_t>(bucket_bytes[b] / first.element_size());
-    const auto options = first.options().requires_grad(false);
-    const int64_t numel = elements + static_cast<int64_t>(bucket.slots.size());
     bucket.flags_offset = elements;
-    if (areas_ && area_offset[b] != SIZE_MAX) {
-      auto areas = areas_; // the tensors keep the mapping alive, .grad aliases included
-      bucket.flat = torch::from_blob(
-          areas_->own_area() + area_offset[b], {numel}, [areas](void *) {}, options);
-      bucket.flat.zero_();
-      bucket.in_shared_area = true;
-    } else {
-      bucket.flat = torch::zeros({numel}, options);
-    }
     bucket.pending = bucket.slots.size();
-    if (rounded(first)) {
-      bucket.wire = torch::empty(bucket.flat.sizes(), bucket.flat.options().dtype(*wire_dtype));
-    }
-    if (low_rank(first)) {
-      std::vector<BucketMatrix> matrices;
-      for (size_t index : bucket.slots) {
-        const auto &slot = slots_[index];
-        const auto &parameter = slot.parameter;
-        if (parameter.dim() >= 2 && parameter.numel() > 0) {
-          // As DDP: shape[0] rows, everything else (a convolution's kernel too) in the columns.
-          matrices.push_back(
-              {slot.offset, parameter.size(0), parameter.numel() / parameter.size(0)});
-        }
+    BucketLayout layout;
+    layout.numel = elements + static_cast<int64_t>(bucket.slots.size());
+    layout.options = first.options().requires_grad(false);
+    for (size_t index : bucket.slots) {
+      const auto &slot = slots_[index];
+      const auto &parameter = slot.parameter;
+      if (parameter.dim() >= 2 && parameter.numel() > 0) {
+        // As DDP: shape[0] rows, everything else (a convolution's kernel too) in the columns.
+        layout.matrices.push_back(
+            {slot.offset, parameter.size(0), parameter.numel() / parameter.size(0)});
       }
-      bucket.low_rank =
-          std::make_unique<PowerSgdBucket>(*compression_.power_sgd, matrices, bucket.flat);
     }
+    layouts.push_back(std::move(layout));
+  }
+  // Every process asks for the same buckets, so that all agree on where they live.
+  auto communicators = make_bucket_communicators(group_, compression_, layouts);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].communicator = std::move(communicators[b]);
+    buckets_[b].flat = buckets_[b].communicator->flat();
   }
 }
 
@@ -241,10 +209,9 @@ GradientSync::place_in_bucket(size_t index, const torch::autograd::variable_list
 }
 
 double GradientSync::bucket_scale(const Bucket &bucket) const {
-  // Averaged as it goes in: pre-divided by the world size (as DDP does, to keep sums in range)
-  // in the same pass as the copy. A bucket in the shared areas is divided by its sum instead,
-  // in the pass that writes the sum: one pass over the gradients less.
-  return bucket.in_shared_area ? 1.0 : 1.0 / group_->size();
+  // Averaged as it goes in, in the same pass as the copy, unless the communicator divides the
+  // sum itself.
+  return bucket.communicator->input_scale();
 }
 
 void GradientSync::copy_into_bucket(Slot &slot) {
@@ -290,24 +257,8 @@ void GradientSync::launch_ready_buckets() {
   // Buckets start in index order on every process: collectives must match across processes.
   while (next_bucket_to_launch_ < buckets_.size() &&
          buckets_[next_bucket_to_launch_].pending == 0) {
-    auto &bucket = buckets_[next_bucket_to_launch_];
-    if (bucket.wire.defined()) {
-      bucket.wire.copy_(bucket.flat); // compressed: rounded to the wire dtype
-    }
     events_.push_back({Event::BucketLaunched, next_bucket_to_launch_});
-    if (bucket.low_rank) {
-      bucket.low_rank->launch(*group_, bucket.flat, bucket_text(next_bucket_to_launch_));
-    } else if (bucket.in_shared_area) {
-      try {
-        areas_->sum_in_place(bucket.flat, 1.0 / group_->size()); // the average
-      } catch (const std::exception &error) {
-        throw group_->failure(bucket_text(next_bucket_to_launch_), error);
-      }
-    } else {
-      // Waited for in finalize(), unless the group summed it at once (no work then).
-      bucket.work = group_->start_sum(bucket.wire.defined() ? bucket.wire : bucket.flat,
-                                      bucket_text(next_bucket_to_launch_));
-    }
+    buckets_[next_bucket_to_launch_].communicator->start(bucket_text(next_bucket_to_launch_));
     ++next_bucket_to_launch_;
   }
 }
@@ -328,16 +279,7 @@ void GradientSync::finalize() {
   next_bucket_to_launch_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     auto &bucket = buckets_[b];
-    if (bucket.low_rank) {
-      bucket.low_rank->finish(*group_, bucket.flat, bucket_text(b));
-    }
-    if (bucket.work) {
-      group_->wait(bucket.work, bucket_text(b));
-      bucket.work.reset();
-    }
-    if (bucket.wire.defined()) {
-      bucket.flat.copy_(bucket.wire); // widened back: the gradients stay in the parameters' dtype
-    }
+    bucket.communicator->finish(bucket_text(b));
     bucket.pending = bucket.slots.size();
     const auto used_tensor =
         bucket.flat.narrow(0, bucket.flags_offset, bucket.slots.size()).gt(0).to(torch::kCPU);

@@ -1,14 +1,14 @@
 // DDP-grade gradient synchronisation for one model: gradients are packed into buckets as
 // autograd produces them (a first gradient is written straight into its bucket, which autograd
-// then adopts as .grad), each full bucket's all-reduce starts at once (while backward still
+// then adopts as .grad), each full bucket's communication starts at once (while backward still
 // runs), and everything is waited for when backward ends; the averages stay in the buckets,
-// which .grad shares. With a wire dtype (Options::comm_hook) each bucket is summed in a
-// 16-bit copy of itself and widened back, as DDP's fp16/bf16 compression hooks do; with
-// PowerSGD its matrices are summed as low-rank factors (power_sgd.h).
+// which .grad shares. How a bucket is communicated (a plain all-reduce, a 16-bit cast,
+// PowerSGD) and where its memory lives is not this file's business: each bucket has its
+// BucketCommunicator (bucket_communicator.h), chosen at prepare.
 #pragma once
 
+#include "bucket_communicator.h"
 #include "comm_hook.h"
-#include "power_sgd.h"
 #include "process_group.h"
 
 #include <torch/torch.h>
@@ -36,7 +36,7 @@ public:
   };
 
   /// `parameters` in the model's registration order; those that need no gradient are skipped.
-  /// `compression` applies to floating-point buckets (see comm_hook.h).
+  /// `compression` chooses the buckets' communicators (make_bucket_communicators).
   static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
                                               const std::vector<torch::Tensor> &parameters,
                                               Limits limits, Compression compression = {});
@@ -46,7 +46,7 @@ public:
   bool enabled() const;
 
   /// Completes a backward pass: launches the buckets still waiting (parameters that got no
-  /// gradient contribute zeros), waits for every all-reduce and writes the averages into .grad.
+  /// gradient contribute zeros), finishes every bucket and writes the averages into .grad.
   /// Called by autograd when backward ends; safe to call again (does nothing then).
   void finalize();
 
@@ -64,16 +64,11 @@ private:
     bool scaled = false; ///< place_in_bucket wrote this step's gradient already divided
   };
   struct Bucket {
-    torch::Tensor flat;
-    /// The compressed copy of `flat` that is summed instead of it (undefined: no compression).
-    torch::Tensor wire;
-    /// Sums the bucket as low-rank factors instead (null: no PowerSGD).
-    std::unique_ptr<PowerSgdBucket> low_rank;
+    torch::Tensor flat; ///< communicator->flat()
+    std::unique_ptr<BucketCommunicator> communicator;
     std::vector<size_t> slots;
-    int64_t flags_offset = 0;    ///< where the per-parameter "has a gradient" flags start
-    bool in_shared_area = false; ///< `flat` lies in areas_ and is summed there
+    int64_t flags_offset = 0; ///< where the per-parameter "has a gradient" flags start
     size_t pending = 0;
-    c10::intrusive_ptr<c10d::Work> work;
   };
 
   class BucketPlacement;
@@ -86,7 +81,7 @@ private:
   /// Autograd's pre-hook of a parameter's accumulator: see BucketPlacement.
   torch::autograd::variable_list place_in_bucket(size_t slot,
                                                  const torch::autograd::variable_list &grads);
-  /// What a bucket's gradients are multiplied by on their way in (1, or 1 / world size).
+  /// What a bucket's gradients are multiplied by on their way in (its communicator says).
   double bucket_scale(const Bucket &bucket) const;
   void copy_into_bucket(Slot &slot);
   torch::Tensor bucket_alias(const Slot &slot) const;
@@ -97,8 +92,6 @@ private:
   std::shared_ptr<ProcessGroup> group_;
   Limits limits_;
   Compression compression_;
-  /// The shared-memory areas the buckets live in (null: private memory).
-  std::shared_ptr<SharedMemoryAllreduce> areas_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   // Keeps autograd's accumulator nodes alive; the parameter holds them only weakly.

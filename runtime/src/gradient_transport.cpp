@@ -7,15 +7,15 @@
 namespace accelerate {
 
 std::string Accelerator::gradient_transport() const {
-  const auto &group = runtime_->group;
+  const auto &group = runtime_->process.group;
   if (!group) {
     return "none (one process)";
   }
   return group->gradient_transport();
 }
 
-const std::string &Accelerator::comm_hook() const { return runtime_->options.comm_hook; }
+const std::string &Accelerator::comm_hook() const { return runtime_->process.options.comm_hook; }
 
-const Options &Accelerator::options() const { return runtime_->options; }
+const Options &Accelerator::options() const { return runtime_->process.options; }
 
 } // namespace accelerate

@@ -42,13 +42,13 @@ AutocastOff::~AutocastOff() { at::autocast::set_autocast_enabled(device_type_, p
 
 Accelerator::AutocastGuard::AutocastGuard(Accelerator &accelerator) {
   auto &rt = accelerator.runtime();
-  const auto precision = rt.mixed_precision();
+  const auto precision = rt.process.mixed_precision();
   if (precision == detail::MixedPrecision::No) {
     return;
   }
   rt.setting_checks->autocast_guard_opened();
   active_ = true;
-  device_type_ = rt.device.type();
+  device_type_ = rt.process.device.type();
   previous_enabled_ = at::autocast::is_autocast_enabled(device_type_);
   previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
   at::autocast::set_autocast_enabled(device_type_, true);
@@ -76,13 +76,15 @@ Accelerator::AutocastGuard::~AutocastGuard() {
 }
 
 const std::string &Accelerator::mixed_precision() const {
-  return runtime_->options.mixed_precision;
+  return runtime_->process.options.mixed_precision;
 }
 
 double Accelerator::loss_scale() const {
-  return runtime_->scaler ? runtime_->scaler->current_scale() : 1.0;
+  return runtime_->prepared.scaler ? runtime_->prepared.scaler->current_scale() : 1.0;
 }
 
-bool Accelerator::optimizer_step_was_skipped() const { return runtime_->step_was_skipped; }
+bool Accelerator::optimizer_step_was_skipped() const {
+  return runtime_->gradients.step_was_skipped;
+}
 
 } // namespace accelerate

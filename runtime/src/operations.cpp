@@ -76,7 +76,7 @@ c10d::ReduceOp reduce_op(const std::string &op) {
 
 torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
   auto input = tensor.dim() == 0 ? tensor.unsqueeze(0) : tensor;
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group == nullptr) {
     return input.clone();
   }
@@ -86,7 +86,7 @@ torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
 
 torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor &tensor) {
   auto gathered = gather(tensor);
-  const auto &context = *runtime_->loader_context;
+  const auto &context = *runtime_->prepared.loader_context;
   // On the last batch of an evenly sharded epoch, only the first `remainder` rows are real
   // samples; the rest repeat the start of the epoch.
   if (context.end_of_dataloader && context.remainder > 0 && context.remainder < gathered.size(0)) {
@@ -98,7 +98,7 @@ torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor &tensor) {
 torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string &op) {
   const auto which = reduce_op(op);
   auto result = tensor.clone();
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "reduce");
     group->all_reduce(result, which, "reduce");
@@ -124,11 +124,11 @@ void check_scalar_op(const std::string &op) {
 
 int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
   check_scalar_op(op);
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group == nullptr) {
     return value;
   }
-  auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->device));
+  auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->process.device));
   group->sum(total, "reduce of a number");
   const int64_t sum = total.item<int64_t>();
   return op == "mean" ? sum / group->size() : sum;
@@ -136,11 +136,12 @@ int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
 
 double Accelerator::reduce_floating(double value, const std::string &op) {
   check_scalar_op(op);
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group == nullptr) {
     return value;
   }
-  auto total = torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->device));
+  auto total =
+      torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->process.device));
   group->sum(total, "reduce of a number");
   const double sum = total.item<double>();
   return op == "mean" ? sum / group->size() : sum;
@@ -150,7 +151,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
   TORCH_CHECK(src >= 0 && src < num_processes(), "accelerate: broadcast from rank ", src,
               " but there are ", num_processes(), " processes");
   auto result = tensor.clone().contiguous();
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group != nullptr) {
     require_same_shapes(*group, tensor, "broadcast");
     group->broadcast(result, src, "broadcast");
@@ -160,7 +161,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
 
 torch::Tensor Accelerator::pad_across_processes(const torch::Tensor &tensor, int64_t dim,
                                                 double pad_index, bool pad_first) {
-  auto *group = runtime_->group.get();
+  auto *group = runtime_->process.group.get();
   if (group == nullptr || tensor.dim() == 0) {
     return tensor;
   }

@@ -6,12 +6,15 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -282,6 +285,61 @@ std::shared_ptr<SharedMemoryAllreduce> ProcessGroup::shared_bucket_areas(size_t 
                  rank_, verdict.why_not.c_str());
   }
   return std::shared_ptr<SharedMemoryAllreduce>(std::move(verdict.allreduce));
+}
+
+std::vector<BucketMemory>
+ProcessGroup::allocate_buckets(const std::vector<BucketRequest> &requests) {
+  // With shared memory, CPU buckets averaged as they lie live in this process's area of a
+  // segment every process maps, and are summed where they lie: no copy in or out (for `wide`'s
+  // 21 MB, two of a step's passes over the gradients). Every process asks, so that all agree.
+  std::vector<size_t> area_offset(requests.size(), SIZE_MAX);
+  std::shared_ptr<SharedMemoryAllreduce> areas;
+  if (shared_memory_) {
+    size_t area_bytes = 0;
+    for (size_t b = 0; b < requests.size(); ++b) {
+      const auto &request = requests[b];
+      if (request.averaged_as_it_lies && request.options.device().is_cpu()) {
+        area_offset[b] = area_bytes;
+        const size_t bytes =
+            static_cast<size_t>(request.numel) * request.options.dtype().itemsize();
+        area_bytes += (bytes + 63) / 64 * 64;
+      }
+    }
+    areas = shared_bucket_areas(std::max<size_t>(area_bytes, 64));
+  }
+  std::vector<BucketMemory> buckets(requests.size());
+  for (size_t b = 0; b < requests.size(); ++b) {
+    const auto &request = requests[b];
+    auto &bucket = buckets[b];
+    if (areas && area_offset[b] != SIZE_MAX) {
+      // The tensors keep the mapping alive, .grad aliases included.
+      bucket.flat_ = torch::from_blob(
+          areas->own_area() + area_offset[b], {request.numel}, [areas](void *) {}, request.options);
+      bucket.flat_.zero_();
+      bucket.areas_ = areas;
+      // Divided by the number of processes in the pass that writes the sum (sum_in_place).
+      bucket.input_scale_ = 1.0;
+    } else {
+      bucket.flat_ = torch::zeros({request.numel}, request.options);
+      // Averaged as it goes in: pre-divided (as DDP does, to keep sums in range) in the same
+      // pass as the copy into the bucket.
+      bucket.input_scale_ = 1.0 / size_;
+    }
+  }
+  return buckets;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::start_average(const BucketMemory &bucket,
+                                                           const std::string &what) {
+  if (bucket.areas_) {
+    try {
+      bucket.areas_->sum_in_place(bucket.flat_, 1.0 / size_); // the average
+    } catch (const std::exception &error) {
+      throw failure(what, error);
+    }
+    return {};
+  }
+  return start_sum(bucket.flat_, what);
 }
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::string &what) const {

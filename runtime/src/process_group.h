@@ -6,10 +6,12 @@
 #include "shared_memory_allreduce.h"
 
 #include <c10/core/DeviceType.h>
+#include <c10/core/TensorOptions.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,37 @@ struct ProcessGroupOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   /// Sum CPU gradients through shared memory when every process runs on this machine.
   bool shared_memory = true;
+};
+
+class ProcessGroup;
+
+/// What the reducer asks of ProcessGroup::allocate_buckets for one gradient bucket.
+struct BucketRequest {
+  int64_t numel = 0;
+  at::TensorOptions options;
+  /// Whether the bucket itself is what is summed (by start_average), rather than a compressed
+  /// form of it: only such a bucket may be placed where the group sums it as it lies.
+  bool averaged_as_it_lies = false;
+};
+
+/// A gradient bucket's memory, as ProcessGroup::allocate_buckets placed it, and what
+/// ProcessGroup::start_average needs to average it there.
+class BucketMemory {
+public:
+  /// Zeroed and contiguous, with the requested dtype and device.
+  const at::Tensor &flat() const { return flat_; }
+  /// What this process's contributions are multiplied by as they are written into flat(), for
+  /// start_average to leave their average: 1 / size() where it sums shares, 1 where the group
+  /// divides the sum as it writes it (one pass over the gradients less).
+  double input_scale() const { return input_scale_; }
+
+private:
+  friend class ProcessGroup;
+  at::Tensor flat_;
+  double input_scale_ = 1.0;
+  /// Non-null: flat_ lies in this process's area of memory every process maps, and is summed
+  /// there.
+  std::shared_ptr<SharedMemoryAllreduce> areas_;
 };
 
 class ProcessGroup {
@@ -46,11 +79,12 @@ public:
   const std::string &shared_memory_unused_because() const { return shared_memory_unused_; }
   /// Which path CPU gradient sums take, in words: "shared memory", or the backend and why not.
   std::string gradient_transport() const;
-  /// Memory for CPU gradient buckets that every process maps, one area of `bytes` each, so
-  /// that they are summed where they lie (SharedMemoryAllreduce::sum_in_place). Collective:
-  /// every process calls it, with the same size, in the same order. Null without shared memory
-  /// or when /dev/shm has no room for it (the buckets then stay in private memory).
-  std::shared_ptr<SharedMemoryAllreduce> shared_bucket_areas(size_t bytes);
+  /// Memory for one model's gradient buckets, one per request, in order. The group decides
+  /// where each lives: with shared memory, a CPU bucket averaged as it lies is placed in this
+  /// process's area of a segment every process maps, and summed there (no copy in or out);
+  /// everything else is an ordinary tensor. Collective: every process calls it with the same
+  /// requests, in the same order as its other collectives.
+  std::vector<BucketMemory> allocate_buckets(const std::vector<BucketRequest> &requests);
 
   // Collectives. `what` names the collective in errors. The group picks the transport, as
   // ProcessGroupNCCL hides its intra-node path: CPU sums and broadcasts go through shared
@@ -60,6 +94,10 @@ public:
   /// null when the sum is already done (shared memory sums at once: on the CPU it is memory
   /// copies the cores would do anyway, so there is nothing to overlap it with).
   c10::intrusive_ptr<c10d::Work> start_sum(const at::Tensor &tensor, const std::string &what);
+  /// Starts replacing `bucket` (from allocate_buckets), which holds this process's
+  /// contributions multiplied by its input_scale(), by their average over the processes.
+  /// Returns the work to wait for, or null when the average is already done.
+  c10::intrusive_ptr<c10d::Work> start_average(const BucketMemory &bucket, const std::string &what);
   /// Replaces `tensor` by its sum over the processes.
   void sum(const at::Tensor &tensor, const std::string &what);
   /// Replaces `tensor` by its minimum, maximum, ... over the processes (SUM as sum()).
@@ -77,6 +115,11 @@ public:
 
 private:
   ProcessGroup() = default;
+  /// Memory for CPU gradient buckets that every process maps, one area of `bytes` each, so
+  /// that they are summed where they lie (SharedMemoryAllreduce::sum_in_place). Collective
+  /// like allocate_buckets. Null without shared memory or when /dev/shm has no room for it
+  /// (the buckets then stay in private memory).
+  std::shared_ptr<SharedMemoryAllreduce> shared_bucket_areas(size_t bytes);
 
   int rank_ = 0;
   int size_ = 1;

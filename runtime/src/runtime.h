@@ -1,5 +1,8 @@
 // The state behind an Accelerator (kept out of the public header so that c10d never reaches
-// users' code).
+// users' code), split by what it is: the process and its job, the gradients and the step, and
+// the objects the program prepared. Each part of the runtime takes the parts it works on; the
+// checkpoint code (checkpoint.cpp) takes the process, the prepared objects and the step
+// position, which are what it saves and what it needs to save them.
 #pragma once
 
 #include "accelerate/data_loader.h"
@@ -16,7 +19,8 @@
 
 namespace accelerate::detail {
 
-struct Runtime {
+/// Who this process is in the job and how the job runs: set when the Accelerator is made.
+struct ProcessState {
   ProcessInfo info;
   /// As resolved from the code and the environment (every optional set, every value checked):
   /// the one place the settings live.
@@ -27,27 +31,43 @@ struct Runtime {
   torch::Device device = torch::kCPU;
   /// Null in a one-process job: nothing is communicated and nothing added to the step.
   std::shared_ptr<ProcessGroup> group;
-  std::vector<std::shared_ptr<GradientSync>> gradient_syncs;
+};
+
+/// What the program handed to prepare and prepare_data_loader, and the fp16 loss scaler: the
+/// objects a checkpoint saves and restores.
+struct PreparedObjects {
   /// Prepared models, in the order of prepare (checkpoints refer to them by position).
   std::vector<std::shared_ptr<torch::nn::Module>> models;
-  std::shared_ptr<LoaderContext> loader_context;
   std::vector<torch::optim::Optimizer *> optimizers;
   std::vector<torch::optim::LRScheduler *> schedulers;
+  /// What the prepared loaders share with the Accelerator, their progress included.
+  std::shared_ptr<LoaderContext> loader_context;
+  std::unique_ptr<GradScaler> scaler; ///< under fp16 only
+};
 
-  // Gradient accumulation (Accelerator::accumulate).
-  int accumulation_step = 0;      ///< steps since the last synchronised one
-  bool sync_gradients = true;     ///< this training step communicates and steps
-  bool optimizer_stepped = false; ///< an optimizer stepped in this training step
+/// Where training is: saved in each process's part of a checkpoint.
+struct StepPosition {
+  int accumulation_step = 0; ///< steps since the last synchronised one
+  int64_t global_step = 0;   ///< calls of backward
   /// A backward ran since the last synchronised step: its gradients wait for the optimizer,
   /// so zero_grad must keep them.
   bool unapplied_gradients = false;
+};
 
-  // Mixed precision.
-  std::unique_ptr<GradScaler> scaler; ///< under fp16 only
-  bool step_was_skipped = false;      ///< the latest step(optimizer) met an fp16 overflow
+/// The gradients' synchronisation and the step (Accelerator::accumulate, backward, step).
+struct GradientState {
+  /// One per prepared model of a multi-process job.
+  std::vector<std::shared_ptr<GradientSync>> syncs;
+  StepPosition position;
+  bool sync_gradients = true;     ///< this training step communicates and steps
+  bool optimizer_stepped = false; ///< an optimizer stepped in this training step
+  bool step_was_skipped = false;  ///< the latest step(optimizer) met an fp16 overflow
+};
 
-  int64_t global_step = 0; ///< calls of backward
-
+struct Runtime {
+  ProcessState process;
+  GradientState gradients;
+  PreparedObjects prepared;
   /// Warns when a step bypasses what gradient accumulation or mixed precision need.
   std::shared_ptr<SettingChecks> setting_checks;
 };

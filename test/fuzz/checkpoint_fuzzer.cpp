@@ -6,6 +6,9 @@
 // must then load, or refuse with an exception and change nothing of the state it restores
 // (parameters, momentum, learning rates, random generator, step). Each input first trains a
 // step, so that this state differs from the checkpoint's and a half-done load shows.
+// Besides the written seeds, test/fuzz/checkpoint holds hand-made manifests: version 1 (no
+// checksums: its files are read unchecked, so mutations of them reach LibTorch's reader) and
+// regressions.
 #include <accelerate/accelerate.h>
 
 #include "scratch_directory.h"

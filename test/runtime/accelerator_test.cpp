@@ -1,7 +1,7 @@
 // Data parallelism that changes nothing but speed: 2 processes at batch B end where 1 process
 // at batch 2B ends; with no launcher, exactly the plain LibTorch loop.
 #include "multiprocess.h"
-#include "runtime.h"
+#include "runtime_access.h"
 #include "training_fixture.h"
 
 #include <gtest/gtest.h>
@@ -143,7 +143,10 @@ TEST(Accelerator, SingleProcessFacts) {
   EXPECT_TRUE(accelerator.is_main_process());
   EXPECT_TRUE(accelerator.is_local_main_process());
   EXPECT_EQ(accelerator.device(), torch::Device(torch::kCPU));
-  EXPECT_TRUE(accelerate::detail::runtime_of(accelerator).gradient_syncs.empty());
+  // One process: prepare installs no gradient synchronisation.
+  torch::nn::Linear model(4, 2);
+  accelerator.prepare(model);
+  EXPECT_TRUE(accelerate::detail::RuntimeAccess::gradient_syncs(accelerator).empty());
 }
 
 // Four 256x256 layers (256 KiB of gradient each) with 300 KB buckets: one layer per bucket.
@@ -193,7 +196,7 @@ TEST(Accelerator, TheFirstBucketIsAllReducedWhileBackwardStillRuns) {
     accelerate::Accelerator accelerator(options);
     DeepNet model;
     accelerator.prepare(model);
-    auto &sync = *accelerate::detail::runtime_of(accelerator).gradient_syncs.at(0);
+    auto &sync = *accelerate::detail::RuntimeAccess::gradient_syncs(accelerator).at(0);
     ASSERT_EQ(sync.bucket_count(), 4u);
 
     auto loss = model->forward(torch::randn({32, 256})).pow(2).mean();

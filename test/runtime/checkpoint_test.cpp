@@ -1,5 +1,6 @@
 // save_state / load_state: what they refuse, how checkpoints are named, replaced and rotated.
 // Exact resume after SIGKILL is checkpoint_resume_test.cpp.
+#include "file_checksum.h"
 #include "multiprocess.h"
 #include "run_command.h"
 #include "training_fixture.h"
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace {
 
@@ -35,6 +37,35 @@ accelerate::Options in_project(const std::string &dir, int total_limit = 0) {
   options.project_dir = dir;
   options.total_limit = total_limit;
   return options;
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string &path, const std::string &content) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+}
+
+// The manifest a checkpoint had before files carried checksums (version 1), for a checkpoint
+// of one process with one model and `optimizers` optimizers.
+void write_version_1_manifest(const std::string &checkpoint, int optimizers) {
+  write_file(checkpoint + "/checkpoint.json",
+             R"({"format": "accelerate-cpp-checkpoint", "version": 1, "world_size": 1,)"
+             R"( "models": 1, "optimizers": )" +
+                 std::to_string(optimizers) +
+                 R"(, "schedulers": 0, "loaders": 0, "mixed_precision": "no", "global_step": 1})");
+}
+
+::testing::AssertionResult unchanged(const std::vector<torch::Tensor> &before, Net &model) {
+  const auto after = state_of(model);
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (!torch::equal(before[i], after[i])) {
+      return ::testing::AssertionFailure() << "tensor " << i << " changed";
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 void train_one_step(accelerate::Accelerator &accelerator, Net &model,
@@ -197,6 +228,10 @@ TEST(Checkpoint, AnOptimizerFileOfAnotherKindIsRefusedAndChangesNothing) {
                 fs::copy_options::overwrite_existing);
   train_one_step(accelerator, model, optimizer);
   const auto before = state_of(model);
+  // Its checksum gives it away at once now; a checkpoint without checksums still reaches the
+  // optimizer's own check, which must undo what was loaded before it.
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state", "optimizer_0.pt is damaged"));
+  write_version_1_manifest(dir + "/state", 1);
   EXPECT_TRUE(load_refused(accelerator, dir + "/state", "optimizer_0.pt does not hold"));
   const auto after = state_of(model);
   for (size_t i = 0; i < before.size(); ++i) {
@@ -269,6 +304,95 @@ TEST(Checkpoint, ACheckpointOfAnotherWorldSizeIsRefusedSayingWhy) {
   EXPECT_TRUE(
       load_refused(accelerator, shared_dir(), "was saved by 2 processes and this job has 1"));
   fs::remove_all(shared_dir());
+}
+
+// Issue 29: damaged files are refused by name, before anything changes.
+TEST(Checkpoint, ATruncatedOrEmptyModelFileIsRefusedByNameAndChangesNothing) {
+  const auto dir = make_temp_dir("checkpoint-truncated");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  accelerator.save_state(dir + "/state");
+  const auto model_file = dir + "/state/model_0.pt";
+  const auto whole = read_file(model_file);
+  train_one_step(accelerator, model, optimizer);
+  const auto before = state_of(model);
+
+  write_file(model_file, whole.substr(0, whole.size() / 2));
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state",
+                           model_file + " is damaged: it has " + std::to_string(whole.size() / 2) +
+                               " bytes where save_state wrote " + std::to_string(whole.size())));
+  write_file(model_file, "");
+  EXPECT_TRUE(
+      load_refused(accelerator, dir + "/state", model_file + " is damaged: it has 0 bytes"));
+  fs::remove(model_file);
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state", model_file + " cannot be opened"));
+  // Without checksums (a checkpoint of version 1), LibTorch's own error, with the file named.
+  write_version_1_manifest(dir + "/state", 1);
+  write_file(model_file, "");
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state", model_file + " cannot be read"));
+  EXPECT_TRUE(unchanged(before, model));
+  EXPECT_EQ(accelerator.global_step(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, AFlippedBitInTensorDataIsRefusedByNameAndChangesNothing) {
+  const auto dir = make_temp_dir("checkpoint-bit-flip");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  accelerator.save_state(dir + "/state");
+  const auto model_file = dir + "/state/model_0.pt";
+  auto bytes = read_file(model_file);
+  // The second layer's weights lie in the archive as they are in memory: find them, and flip
+  // the lowest mantissa bit of one (a change of about 1e-8, which nothing else would notice).
+  const auto weight = model->second->weight.detach().contiguous();
+  const std::string pattern(static_cast<const char *>(weight.data_ptr()), 64);
+  const auto at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos) << "the weights are not stored as they are";
+  bytes[at + 16] = static_cast<char>(bytes[at + 16] ^ 1);
+  write_file(model_file, bytes);
+  train_one_step(accelerator, model, optimizer);
+  const auto before = state_of(model);
+  EXPECT_TRUE(load_refused(accelerator, dir + "/state",
+                           model_file + " is damaged: its contents changed after save_state"));
+  EXPECT_TRUE(unchanged(before, model));
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ACheckpointWrittenBeforeChecksumsStillLoads) {
+  const auto dir = make_temp_dir("checkpoint-version-1");
+  accelerate::Accelerator accelerator;
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  train_one_step(accelerator, model, optimizer);
+  accelerator.save_state(dir + "/state");
+  const auto manifest = read_file(dir + "/state/checkpoint.json");
+  EXPECT_NE(manifest.find("\"version\": 2"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"model_0.pt\": {"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"process_0.pt\": {"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"crc32c\""), std::string::npos) << manifest;
+  const auto saved = state_of(model);
+  write_version_1_manifest(dir + "/state", 1);
+  train_one_step(accelerator, model, optimizer);
+  EXPECT_EQ(accelerator.load_state(dir + "/state"), dir + "/state");
+  EXPECT_TRUE(unchanged(saved, model));
+  EXPECT_EQ(accelerator.global_step(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, Crc32cIsCastagnolisChecksum) {
+  // The check value of the CRC-32C catalogue entry, whole and in two pieces.
+  const std::string text = "123456789";
+  EXPECT_EQ(accelerate::detail::crc32c(0, text.data(), text.size()), 0xE3069283u);
+  const auto first = accelerate::detail::crc32c(0, text.data(), 4);
+  EXPECT_EQ(accelerate::detail::crc32c(first, text.data() + 4, 5), 0xE3069283u);
+  // 32 zero bytes (RFC 3720, B.4), through the 8-byte steps.
+  const std::string zeros(32, '\0');
+  EXPECT_EQ(accelerate::detail::crc32c(0, zeros.data(), zeros.size()), 0x8A9136AAu);
 }
 
 } // namespace

@@ -2,7 +2,6 @@
 // the same sums as Gloo, and loud failures instead of hangs.
 #include "multiprocess.h"
 #include "process_group.h"
-#include "runtime.h"
 #include "shared_memory_allreduce.h"
 
 #include <accelerate/accelerate.h>
@@ -147,11 +146,9 @@ TEST(SharedMemory, OneProcessTurningItOffTurnsItOffForAll) {
     accelerate::Options options;
     options.timeout = 20s;
     accelerate::Accelerator accelerator(options);
-    const auto &group = *accelerate::detail::runtime_of(accelerator).group;
-    EXPECT_EQ(group.shared_memory(), nullptr);
-    EXPECT_EQ(group.shared_memory_unused_because(),
-              "rank 1: shared memory turned off (Options::shared_memory, "
-              "ACCELERATE_SHARED_MEMORY)");
+    EXPECT_EQ(accelerator.gradient_transport(),
+              "gloo (not shared memory: rank 1: shared memory turned off "
+              "(Options::shared_memory, ACCELERATE_SHARED_MEMORY))");
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
@@ -159,8 +156,7 @@ TEST(SharedMemory, OneProcessTurningItOffTurnsItOffForAll) {
 TEST(SharedMemory, TheAcceleratorUsesItByDefault) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
     accelerate::Accelerator accelerator;
-    const auto &group = *accelerate::detail::runtime_of(accelerator).group;
-    EXPECT_NE(group.shared_memory(), nullptr) << group.shared_memory_unused_because();
+    EXPECT_EQ(accelerator.gradient_transport(), "shared memory");
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }

@@ -20,8 +20,7 @@ namespace accelerate {
 class Accelerator;
 namespace detail {
 struct Runtime;
-/// An Accelerator's state, for the runtime's own parts and its tests (runtime.h defines it).
-Runtime &runtime_of(Accelerator &accelerator);
+class RuntimeAccess;
 } // namespace detail
 
 /// Joins the job the launcher started (or runs as the only process when there is none),
@@ -284,8 +283,9 @@ public:
   }
 
 private:
-  // The guards (nested classes) and the runtime's own parts reach the state through these.
-  friend detail::Runtime &detail::runtime_of(Accelerator &accelerator);
+  // The runtime's tests reach the state through RuntimeAccess (runtime/src/runtime_access.h,
+  // not installed); the guards (nested classes) through runtime().
+  friend class detail::RuntimeAccess;
   detail::Runtime &runtime() { return *runtime_; }
 
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {
