@@ -1,4 +1,4 @@
-// The analyses the rules share (rewrites/utils): the setup function and training loops.
+// The analyses the rules share (rewrites/analysis): the setup function and training loops.
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "snippet.h"
