@@ -352,9 +352,11 @@ int run_launch(const LaunchRequest &request) {
     std::vector<accelerate::launch::WorkerExit> exits;
     {
       accelerate::launch::WorkerGroup group(
-          specs, [&output](int local, int stream, std::string_view chunk) {
+          specs,
+          [&output](int local, int stream, std::string_view chunk) {
             output.add(local, stream, chunk);
-          });
+          },
+          [&output] { return output.flush_due(); });
       exits = group.wait(
           std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal,
           std::chrono::milliseconds(static_cast<int64_t>(request.monitor_interval * 1000.0)));

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -194,8 +195,9 @@ std::string WorkerExit::describe() const {
   return text;
 }
 
-WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output)
-    : job_id_(next_job_id()), on_output_(std::move(on_output)),
+WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output,
+                         OutputTimer on_timer)
+    : job_id_(next_job_id()), on_output_(std::move(on_output)), on_timer_(std::move(on_timer)),
       watchdog_(std::make_unique<GroupWatchdog>(specs.size(), job_segment_prefix(job_id_))) {
   try {
     for (auto spec : specs) {
@@ -229,6 +231,18 @@ WorkerGroup::~WorkerGroup() {
     close_if_open(stdout_fds_[i]);
     close_if_open(stderr_fds_[i]);
   }
+}
+
+std::chrono::milliseconds WorkerGroup::until_output_due(std::chrono::milliseconds wait_at_most) {
+  if (!on_timer_) {
+    return wait_at_most;
+  }
+  const auto due = on_timer_();
+  if (due >= wait_at_most) {
+    return wait_at_most;
+  }
+  // At least 1 ms: the timer showed what was due, so the next is never due at once.
+  return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(due));
 }
 
 void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
@@ -337,13 +351,13 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       continue;
     }
-    pump_output(monitor_interval);
+    pump_output(until_output_due(monitor_interval));
   }
   // What the workers wrote just before they exited; bounded, since a descendant that left the
   // worker's process group could hold a pipe open forever.
   const auto drain_until = Clock::now() + std::chrono::seconds(2);
   for (bool open = true; open && Clock::now() < drain_until;) {
-    pump_output(std::chrono::milliseconds(10));
+    pump_output(until_output_due(std::chrono::milliseconds(10)));
     open = false;
     for (size_t i = 0; i < pids_.size(); ++i) {
       open = open || stdout_fds_[i] >= 0 || stderr_fds_[i] >= 0;

@@ -1,17 +1,34 @@
 #include "worker_output.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace accelerate::launch {
+namespace {
+
+// Where the first line end ('\n' or '\r') in `text` is, or npos: two memchr passes, which
+// run at memory speed (string_view::find_first_of compares each byte with each end in turn).
+size_t find_line_end(std::string_view text) {
+  const auto *newline = static_cast<const char *>(std::memchr(text.data(), '\n', text.size()));
+  const size_t before =
+      newline == nullptr ? text.size() : static_cast<size_t>(newline - text.data());
+  if (const auto *ret = static_cast<const char *>(std::memchr(text.data(), '\r', before))) {
+    return static_cast<size_t>(ret - text.data());
+  }
+  return newline == nullptr ? std::string_view::npos : before;
+}
+
+} // namespace
 
 WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     : options_(std::move(options)), tails_(local_workers) {
-  pending_[0].resize(local_workers);
-  pending_[1].resize(local_workers);
+  streams_[0].resize(local_workers);
+  streams_[1].resize(local_workers);
   if (!options_.log_dir.empty()) {
     std::filesystem::create_directories(options_.log_dir);
     for (int local = 0; local < local_workers; ++local) {
@@ -32,25 +49,75 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
   }
 }
 
-void WorkerOutput::add(int local, int stream, std::string_view chunk) {
-  auto &pending = pending_[stream == 2 ? 1 : 0][local];
-  pending.append(chunk);
-  size_t start = 0;
-  for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
-       start = newline + 1) {
-    emit(local, stream, pending.substr(start, newline - start));
+void WorkerOutput::add(int local, int stream, std::string_view chunk, Clock::time_point now) {
+  auto &state = streams_[stream == 2 ? 1 : 0][local];
+  // Each byte is looked at once: only the new chunk is searched for an end.
+  while (!chunk.empty()) {
+    const size_t end = find_line_end(chunk);
+    if (end == std::string_view::npos) {
+      if (state.held.size() + chunk.size() < kHoldBytes) {
+        if (state.held.empty()) {
+          state.held_since = now;
+        }
+        state.held.append(chunk);
+        return;
+      }
+      // A long line: shown in pieces, so that what is held stays bounded.
+      if (!state.held.empty()) {
+        show(local, stream, state.held, 0);
+        state.held.clear();
+      }
+      show(local, stream, chunk, 0);
+      return;
+    }
+    if (state.held.empty()) {
+      show(local, stream, chunk.substr(0, end), chunk[end]);
+    } else {
+      state.held.append(chunk.substr(0, end));
+      show(local, stream, state.held, chunk[end]);
+      state.held.clear();
+    }
+    chunk.remove_prefix(end + 1);
   }
-  pending.erase(0, start);
+}
+
+WorkerOutput::Clock::duration WorkerOutput::flush_due(Clock::time_point now) {
+  auto next = Clock::duration::max();
+  for (int index : {0, 1}) {
+    for (size_t local = 0; local < streams_[index].size(); ++local) {
+      auto &state = streams_[index][local];
+      if (state.held.empty()) {
+        continue;
+      }
+      const auto due = state.held_since + kHoldTime;
+      if (due <= now) {
+        show(static_cast<int>(local), index + 1, state.held, 0);
+        state.held.clear();
+      } else {
+        next = std::min(next, due - now);
+      }
+    }
+  }
+  return next;
 }
 
 void WorkerOutput::flush() {
-  for (int stream : {1, 2}) {
-    auto &pending = pending_[stream - 1];
-    for (size_t local = 0; local < pending.size(); ++local) {
-      if (!pending[local].empty()) {
-        emit(static_cast<int>(local), stream, pending[local]);
-        pending[local].clear();
+  for (int index : {0, 1}) {
+    for (size_t local = 0; local < streams_[index].size(); ++local) {
+      auto &state = streams_[index][local];
+      if (!state.held.empty() || state.mid_line) {
+        show(static_cast<int>(local), index + 1, state.held, '\n');
+        state.held.clear();
+      } else if (!state.tail_line.empty()) {
+        end_tail_line(static_cast<int>(local), state); // it ended with '\r'
       }
+    }
+  }
+  // A progress bar's last '\r': the launcher's own messages start on a line of their own.
+  for (int index : {0, 1}) {
+    if (open_line_[index] >= 0) {
+      write_all(index == 0 ? options_.stdout_fd : options_.stderr_fd, "\n");
+      open_line_[index] = -1;
     }
   }
   for (auto &log : logs_) {
@@ -58,34 +125,98 @@ void WorkerOutput::flush() {
   }
 }
 
-void WorkerOutput::emit(int local, int stream, const std::string &line) {
-  const int rank = options_.first_rank + local;
+size_t WorkerOutput::held_bytes() const {
+  size_t held = 0;
+  for (const auto &streams : streams_) {
+    for (const auto &state : streams) {
+      held += state.held.size();
+    }
+  }
+  return held;
+}
+
+void WorkerOutput::end_tail_line(int local, Stream &state) {
   // The summary shows the last stderr lines: a C++ backtrace that c10 logged must not push the
   // program's own message out of them.
+  const auto &line = state.tail_line;
   const bool backtrace =
       line.rfind("frame #", 0) == 0 || line.rfind("Exception raised from ", 0) == 0;
-  if (stream == 2 && !backtrace) {
+  if (!backtrace) {
     auto &tail = tails_[local];
     tail.push_back(line);
     if (tail.size() > options_.tail_lines) {
       tail.pop_front();
     }
   }
+  state.tail_line.clear();
+}
+
+void WorkerOutput::show(int local, int stream, std::string_view text, char end) {
+  if (text.empty() && end == 0) {
+    return;
+  }
+  const int index = stream == 2 ? 1 : 0;
+  auto &state = streams_[index][local];
+  const int rank = options_.first_rank + local;
+  // "done\r\n" ends the line "done": the '\n' alone gets no prefix of its own.
+  const bool bare_newline = end == '\n' && text.empty() && state.after_return;
+
+  if (stream == 2) {
+    if (state.after_return && !text.empty()) {
+      state.tail_line.clear(); // what followed a '\r' replaces what the line showed
+    }
+    state.tail_line.append(
+        text.substr(0, kTailLineBytes - std::min(kTailLineBytes, state.tail_line.size())));
+    if (end == '\n') {
+      end_tail_line(local, state);
+    }
+  }
+  if (end != 0) {
+    state.after_return = end == '\r';
+  } else if (!text.empty()) {
+    state.after_return = false;
+  }
+
   bool to_console = options_.only_rank < 0 || options_.only_rank == rank;
   if (!logs_.empty()) {
-    *logs_[local] << line << '\n';
+    auto &log = *logs_[local];
+    log.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (end != 0) {
+      log.put(end);
+    }
     to_console = to_console && (options_.tee & stream) != 0;
   }
   if (!to_console) {
     return;
   }
-  // One write() per line: lines from different ranks never mix.
-  std::string text = options_.prefix ? "[rank" + std::to_string(rank) + "] " : std::string();
-  text += line;
-  text += '\n';
-  const int fd = stream == 2 ? STDERR_FILENO : STDOUT_FILENO;
+  // One write() per piece: a line shown whole is never cut by another rank's.
+  std::string out;
+  int &open = open_line_[index];
+  if (open >= 0 && open != local) {
+    // Another rank's unfinished line is on the console: this one starts on a line of its own,
+    // and the rest of that one gets its prefix again.
+    out += '\n';
+    streams_[index][open].mid_line = false;
+    open = -1;
+  }
+  if (!state.mid_line && options_.prefix && !bare_newline) {
+    out += "[rank" + std::to_string(rank) + "] ";
+  }
+  out.append(text);
+  if (end != 0) {
+    out += end;
+  }
+  write_all(stream == 2 ? options_.stderr_fd : options_.stdout_fd, out);
+  state.mid_line = end == 0;
+  open = end == '\n' ? -1 : local;
+}
+
+void WorkerOutput::write_all(int fd, std::string_view text) {
   for (size_t written = 0; written < text.size();) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
     if (n <= 0) {
       break;
     }
