@@ -169,11 +169,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch
       ->add_option(both_spellings("monitor_interval"), request.monitor_interval,
                    "Seconds between checks on the workers")
-      ->check(positive_seconds());
+      ->check(seconds_between(kMinMonitorSeconds, kMaxMonitorSeconds));
   launch
       ->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
                    "Seconds the processes may take to meet, and collectives to finish")
-      ->check(positive_seconds());
+      ->check(seconds_between(kMinTimeoutSeconds, kMaxTimeoutSeconds));
   launch
       ->add_option("--tee", request.tee,
                    "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")

@@ -16,6 +16,7 @@
 #endif
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -116,13 +117,15 @@ Options resolve(Options options) {
   }
   if (!options.timeout) {
     if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
-      try {
-        options.timeout =
-            std::chrono::milliseconds(static_cast<int64_t>(std::stod(*seconds) * 1000.0));
-      } catch (const std::exception &) {
+      // 1 ms (below, it rounds to no time at all) to 7 days (far above, the milliseconds
+      // overflow), as `accel launch --rdzv_timeout` allows; the whole text must be the number.
+      char *end = nullptr;
+      const double value = std::strtod(seconds->c_str(), &end);
+      if (seconds->empty() || *end != '\0' || !(value >= 0.001 && value <= 604800.0)) {
         throw std::invalid_argument("accelerate: ACCELERATE_TIMEOUT='" + *seconds +
-                                    "' is not a number of seconds");
+                                    "' is not a number of seconds from 0.001 to 604800 (7 days)");
       }
+      options.timeout = std::chrono::milliseconds(std::llround(value * 1000.0));
     } else {
       options.timeout = std::chrono::minutes(30);
     }

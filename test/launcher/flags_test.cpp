@@ -112,7 +112,18 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
       {{"--powersgd_rank", "0"}, "--powersgd_rank: '0' is out of range (1 to any)"},
       {{"--powersgd_start_iter", "soon"}, "--powersgd_start_iter: 'soon' is not a whole number"},
       {{"--rdzv_timeout", "soon"}, "--rdzv_timeout: 'soon' is not a number of seconds"},
-      {{"--monitor_interval", "-1"}, "--monitor_interval: '-1' is not above 0 seconds"},
+      // Timeouts have a range: 1e308 s overflowed to "-9223372036854775808ms", 1e-9 s became
+      // 0, and a monitor interval of 1e-300 s kept the launcher busy.
+      {{"--rdzv_timeout", "1e308"},
+       "--rdzv_timeout: '1e308' is out of range (0.001 to 604800 seconds)"},
+      {{"--rdzv_timeout", "1e-9"},
+       "--rdzv_timeout: '1e-9' is out of range (0.001 to 604800 seconds)"},
+      {{"--rdzv_timeout", "inf"}, "--rdzv_timeout: 'inf' is not a number of seconds"},
+      {{"--monitor_interval", "1e-300"},
+       "--monitor_interval: '1e-300' is out of range (0.01 to 3600 seconds)"},
+      {{"--monitor_interval", "-1"},
+       "--monitor_interval: '-1' is out of range (0.01 to 3600 seconds)"},
+      {{"--monitor_interval", "nan"}, "--monitor_interval: 'nan' is not a number of seconds"},
       {{"--rdzv_backend", "c10d"},
        "--rdzv_backend: 'c10d' is not one of static (accel's rendezvous is static"},
       {{"--tee", "5"}, "--tee: '5' is out of range (0 to 3)"},
@@ -125,6 +136,17 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
     EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
     EXPECT_NE(result.err.find("accel: error: " + message), std::string::npos) << result.err;
   }
+  // The ends of the ranges are valid, and the workers get the timeout.
+  auto edges = run_command(launch({"--rdzv_timeout", "0.001", "--monitor_interval", "0.01",
+                                   "/bin/sh", "-c", "echo $ACCELERATE_TIMEOUT"}),
+                           kIsolated);
+  EXPECT_EQ(edges.exit_code, 0) << edges.err;
+  EXPECT_EQ(edges.out, "[rank0] 0.001000\n");
+  edges = run_command(launch({"--rdzv_timeout", "604800", "--monitor_interval", "3600", "/bin/sh",
+                              "-c", "echo $ACCELERATE_TIMEOUT"}),
+                      kIsolated);
+  EXPECT_EQ(edges.exit_code, 0) << edges.err;
+  EXPECT_EQ(edges.out, "[rank0] 604800.000000\n");
   const auto test = run_command({ACCEL_BIN, "test", "--num_processes", "two"}, kIsolated);
   EXPECT_EQ(test.exit_code, 2);
   EXPECT_NE(test.err.find("--num_processes: 'two' is not a whole number"), std::string::npos)
