@@ -81,7 +81,11 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
   utsname system{};
   uname(&system);
   const auto config_path = config_file.value_or(default_config_path());
-  const bool have_config = std::filesystem::exists(config_path);
+  // A directory in the config file's place is no config: the report goes on and says so (a
+  // config file with a bad value is an error, as for accel launch).
+  std::error_code error;
+  const bool directory = std::filesystem::is_directory(config_path, error);
+  const bool have_config = !directory && std::filesystem::exists(config_path, error);
   out << "- accel version: " << ACCEL_VERSION << "\n"
       << "- LibTorch version (built with): " << ACCEL_TORCH_VERSION << "\n"
       << "- CUDA / NCCL: " << ACCEL_CUDA_INFO << "\n"
@@ -93,14 +97,16 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << "- Memory: " << memory_total() << "\n"
       << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
       << "- Malloc tuning (host memory of training processes): " << malloc_tuning_state() << "\n"
-      << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
-  const auto config = effective_config(
-      have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{});
+      << "- Config file: "
+      << (have_config ? config_path
+                      : config_path + (directory ? " (a directory, not a config file)" : " (none)"))
+      << "\n";
   out << "- Config in effect:\n";
   if (!have_config) {
     out << "\tNot found\n"; // as `accelerate env` says it
     return 0;
   }
+  const auto config = effective_config(config_path, LaunchConfig{});
   std::istringstream yaml(config_to_yaml(config));
   for (std::string line; std::getline(yaml, line);) {
     if (line != "{}") {

@@ -213,6 +213,11 @@ std::string default_config_path() {
 }
 
 LaunchConfig load_config_file(const std::string &path, std::vector<std::string> *notes) {
+  // A directory opens as a stream and fails at the first read, with the standard library's
+  // words ("basic_filebuf::underflow error") and no path.
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    throw std::runtime_error(path + ": is a directory, not a config file");
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -221,6 +226,8 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
   } catch (const YAML::ParserException &error) {
     throw std::runtime_error(path + ":" + std::to_string(error.mark.line + 1) + ":" +
                              std::to_string(error.mark.column + 1) + ": " + error.msg);
+  } catch (const std::ios_base::failure &error) {
+    throw std::runtime_error(path + ": cannot read the config file: " + error.what());
   }
   LaunchConfig config;
   if (root.IsNull()) {
