@@ -257,6 +257,12 @@ int run_launch(const LaunchRequest &request) {
     throw std::runtime_error("--num_processes " + std::to_string(world_size) +
                              " is not a multiple of --num_machines " + std::to_string(machines));
   }
+  if (request.only_rank >= world_size) {
+    // Ranks are the job's, across machines: a rank past the last would show nothing at all.
+    throw std::runtime_error("--only_rank " + std::to_string(request.only_rank) +
+                             " is not a rank of this job (ranks 0 to " +
+                             std::to_string(world_size - 1) + ")");
+  }
   if (machine_rank >= machines) {
     throw std::runtime_error("--machine_rank " + std::to_string(machine_rank) +
                              " is not below --num_machines " + std::to_string(machines));

@@ -223,6 +223,23 @@ TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
   fs::remove_all(dir);
 }
 
+// A rank the job does not have would show nothing: an error before anything starts.
+TEST(Launch, OnlyRankMustBeARankOfTheJob) {
+  auto result = run_command(
+      launch({"--num_processes", "2", "--only_rank", "5", "/bin/sh", "-c", "echo started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("accel: error: --only_rank 5 is not a rank of this job (ranks 0 to 1)"),
+            std::string::npos)
+      << result.err;
+  result = run_command(
+      launch({"--num_processes", "2", "--only_rank", "1", "/bin/sh", "-c", "echo rank $RANK"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank1] rank 1\n");
+}
+
 // Holds a port on 127.0.0.1 for the test's duration.
 struct BusyPort {
   BusyPort() {
