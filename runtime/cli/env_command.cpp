@@ -51,7 +51,12 @@ std::string memory_total() {
 std::string shared_memory_state() {
   if (const char *setting = std::getenv("ACCELERATE_SHARED_MEMORY")) {
     const std::string value = setting;
-    if (!value.empty() && !accelerate::launch::is_truthy(value)) {
+    const auto on = accelerate::launch::parse_switch(value);
+    if (!value.empty() && !on) {
+      return "refused: ACCELERATE_SHARED_MEMORY='" + value +
+             "' is neither yes nor no (training stops at start-up)";
+    }
+    if (!value.empty() && !*on) {
       return "off (ACCELERATE_SHARED_MEMORY=" + value + ")";
     }
   }
@@ -70,8 +75,12 @@ std::string shared_memory_state() {
 // What the runtime's Accelerator will do to malloc in a program started from this environment.
 std::string malloc_tuning_state() {
   const char *setting = std::getenv("ACCELERATE_MALLOC_TUNING");
-  const bool wanted =
-      setting == nullptr || *setting == '\0' || accelerate::launch::is_truthy(setting);
+  const auto on = accelerate::launch::parse_switch(setting == nullptr ? "" : setting);
+  if (setting != nullptr && *setting != '\0' && !on) {
+    return std::string("refused: ACCELERATE_MALLOC_TUNING='") + setting +
+           "' is neither yes nor no (training stops at start-up)";
+  }
+  const bool wanted = setting == nullptr || *setting == '\0' || *on;
   return accelerate::launch::describe(accelerate::launch::plan_host_allocator_tuning(wanted));
 }
 

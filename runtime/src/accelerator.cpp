@@ -77,7 +77,7 @@ Options resolve(Options options) {
     options.backend = environment("ACCELERATE_BACKEND").value_or("");
   }
   if (!options.cpu) {
-    options.cpu = launch::is_truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
+    options.cpu = launch::environment_switch("ACCELERATE_USE_CPU", false);
   }
   if (!options.gradient_accumulation_steps) {
     const auto text = environment("ACCELERATE_GRADIENT_ACCUMULATION_STEPS").value_or("1");
@@ -92,12 +92,10 @@ Options resolve(Options options) {
                                 "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
   }
   if (!options.shared_memory) {
-    options.shared_memory =
-        launch::is_truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
+    options.shared_memory = launch::environment_switch("ACCELERATE_SHARED_MEMORY", true);
   }
   if (!options.tune_malloc) {
-    options.tune_malloc =
-        launch::is_truthy(environment("ACCELERATE_MALLOC_TUNING").value_or("true"));
+    options.tune_malloc = launch::environment_switch("ACCELERATE_MALLOC_TUNING", true);
   }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");

@@ -145,6 +145,14 @@ TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
       result.out.find("gradient sum (CPU, one machine): off (ACCELERATE_SHARED_MEMORY=false)"),
       std::string::npos)
       << result.out;
+  // A word that is neither yes nor no: the report says training refuses it.
+  off["ACCELERATE_SHARED_MEMORY"] = "perhaps";
+  result = run_command({ACCEL_BIN, "env"}, off);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("gradient sum (CPU, one machine): refused: "
+                            "ACCELERATE_SHARED_MEMORY='perhaps' is neither yes nor no"),
+            std::string::npos)
+      << result.out;
 }
 
 TEST(Config, EnvSaysWhetherTrainingProcessesTuneMalloc) {

@@ -367,4 +367,35 @@ TEST(Accelerator, TheTimeoutFromTheEnvironmentIsBounded) {
   EXPECT_EQ(accelerate::Accelerator().options().timeout, std::chrono::minutes(30));
 }
 
+// The yes/no switches read as Accelerate's str_to_bool does, and anything else is refused
+// naming the variable (ACCELERATE_SHARED_MEMORY=perhaps and ACCELERATE_USE_CPU=maybe were read
+// as no).
+TEST(Accelerator, YesNoSwitchesFromTheEnvironmentRefuseOtherWords) {
+  setenv("ACCELERATE_USE_CPU", "On", 1);
+  setenv("ACCELERATE_SHARED_MEMORY", "0", 1);
+  setenv("ACCELERATE_MALLOC_TUNING", "no", 1);
+  {
+    accelerate::Accelerator accelerator;
+    EXPECT_EQ(accelerator.options().cpu, true);
+    EXPECT_EQ(accelerator.options().shared_memory, false);
+    EXPECT_EQ(accelerator.options().tune_malloc, false);
+  }
+  for (const char *name :
+       {"ACCELERATE_USE_CPU", "ACCELERATE_SHARED_MEMORY", "ACCELERATE_MALLOC_TUNING"}) {
+    setenv(name, "perhaps", 1);
+    try {
+      accelerate::Accelerator accelerator;
+      ADD_FAILURE() << name << "=perhaps was accepted";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_EQ(std::string(error.what()),
+                std::string("accelerate: ") + name +
+                    "='perhaps' is neither yes nor no (true, 1, yes, on or false, 0, no, off)");
+    }
+    setenv(name, "false", 1);
+  }
+  unsetenv("ACCELERATE_USE_CPU");
+  unsetenv("ACCELERATE_SHARED_MEMORY");
+  unsetenv("ACCELERATE_MALLOC_TUNING");
+}
+
 } // namespace
