@@ -148,8 +148,13 @@ TEST(OutputStreaming, AProgressBarIsShownAtEachCarriageReturn) {
   Launched job({"/bin/sh", "-c", "printf '10%%\\r' >&2; sleep 6; printf '20%%\\r' >&2; echo >&2"});
   EXPECT_TRUE(job.wait_for(2, "[rank0] 10%\r", 3s)) << "stderr so far: '" << job.err() << "'";
   EXPECT_EQ(job.finish(), 0) << job.err();
-  // The prefix again after each '\r', so that the rank shows on the redrawn line.
-  EXPECT_EQ(job.err(), "[rank0] 10%\r[rank0] 20%\r\n");
+  // The prefix again after each '\r', so that the rank shows on the redrawn line. (A test
+  // beside this one may hold the default port: the launcher's own note about it is not ours.)
+  std::string err = job.err();
+  if (err.rfind("accel: port ", 0) == 0) {
+    err.erase(0, err.find('\n') + 1);
+  }
+  EXPECT_EQ(err, "[rank0] 10%\r[rank0] 20%\r\n");
 }
 
 // The issue's `head -c 200000000 /dev/zero | tr '\0' a`: with a line held whole the launcher
