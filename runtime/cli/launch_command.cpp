@@ -100,10 +100,21 @@ std::string compression_text(const LaunchConfig &config) {
     return "";
   }
   if (hook == "powersgd") {
+    // Set only when given, so the workers otherwise inherit this environment's values, and the
+    // runtime's defaults apply without them: say what the workers will use.
+    const auto setting = [](const std::optional<int> &given, const char *variable,
+                            const char *fallback) {
+      if (given) {
+        return std::to_string(*given);
+      }
+      const char *inherited = std::getenv(variable);
+      return inherited != nullptr && *inherited != '\0'
+                 ? std::string(inherited) + " (" + variable + ")"
+                 : std::string(fallback);
+    };
     return ", gradients compressed by PowerSGD (rank " +
-           (config.powersgd_rank ? std::to_string(*config.powersgd_rank) : "1") + ", from step " +
-           (config.powersgd_start_iter ? std::to_string(*config.powersgd_start_iter) : "1000") +
-           ")";
+           setting(config.powersgd_rank, "ACCELERATE_POWERSGD_RANK", "1") + ", from step " +
+           setting(config.powersgd_start_iter, "ACCELERATE_POWERSGD_START_ITER", "1000") + ")";
   }
   return ", gradients compressed to " + hook;
 }
@@ -138,11 +149,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch
       ->add_option(both_spellings("powersgd_rank"), flags.powersgd_rank,
                    "PowerSGD: columns of each gradient matrix's factors (default 1)")
-      ->check(whole_number(1, kAny));
+      ->check(whole_number(1, kMaxPowerSgdRank));
   launch
       ->add_option(both_spellings("powersgd_start_iter"), flags.powersgd_start_iter,
                    "PowerSGD: steps summed uncompressed first (default 1000)")
-      ->check(whole_number(0, kAny));
+      ->check(whole_number(0, kMaxPowerSgdStartIter));
   launch
       ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
       ->check(whole_number(1, kAny));

@@ -289,9 +289,9 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
     } else if (key == "comm_hook") {
       config.comm_hook = one_of(path, value, key, {"no", "fp16", "bf16", "powersgd"});
     } else if (key == "powersgd_rank") {
-      config.powersgd_rank = bounded_int(path, value, key, 1, 1 << 20);
+      config.powersgd_rank = bounded_int(path, value, key, 1, kMaxPowerSgdRank);
     } else if (key == "powersgd_start_iter") {
-      config.powersgd_start_iter = bounded_int(path, value, key, 0, 1 << 30);
+      config.powersgd_start_iter = bounded_int(path, value, key, 0, kMaxPowerSgdStartIter);
     } else {
       throw std::runtime_error(where(path, entry.first, key) + "unknown key");
     }
