@@ -29,23 +29,41 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     : options_(std::move(options)), tails_(local_workers) {
   streams_[0].resize(local_workers);
   streams_[1].resize(local_workers);
-  if (!options_.log_dir.empty()) {
-    std::filesystem::create_directories(options_.log_dir);
-    for (int local = 0; local < local_workers; ++local) {
-      const auto path = std::filesystem::path(options_.log_dir) /
-                        ("rank" + std::to_string(options_.first_rank + local) + ".log");
-      // Only the user reads the logs: a program's output may hold data or secrets. Created
-      // 0600 (and made so if it was there before), then opened as a stream.
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd >= 0) {
-        ::fchmod(fd, 0600);
-        ::close(fd);
+  if (options_.log_dir.empty()) {
+    return;
+  }
+  const std::filesystem::path dir = options_.log_dir;
+  if (std::error_code error; !std::filesystem::create_directories(dir, error) && error) {
+    throw std::runtime_error("--log_dir " + dir.string() +
+                             ": cannot create the directory: " + error.message());
+  }
+  for (int local = 0; local < local_workers; ++local) {
+    const auto path = dir / ("rank" + std::to_string(options_.first_rank + local) + ".log");
+    // Only the user reads the logs: a program's output may hold data or secrets. Created 0600
+    // (and made so if it was there before). Never through a symbolic link: one left in the
+    // directory could point the log at any file the user can write.
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+      const int error = errno;
+      for (int open : logs_) {
+        ::close(open);
       }
-      logs_.push_back(std::make_unique<std::ofstream>(path, std::ios::trunc));
-      if (!*logs_.back()) {
-        throw std::runtime_error("cannot write the log file " + path.string());
-      }
+      logs_.clear();
+      throw std::runtime_error(
+          "--log_dir: cannot write the log " + path.string() + ": " +
+          (error == ELOOP ? std::string("it is a symbolic link (remove it; logs are not written "
+                                        "through links)")
+                          : std::string(std::strerror(error))));
     }
+    ::fchmod(fd, 0600);
+    logs_.push_back(fd);
+  }
+}
+
+WorkerOutput::~WorkerOutput() {
+  for (int fd : logs_) {
+    ::close(fd);
   }
 }
 
@@ -120,9 +138,6 @@ void WorkerOutput::flush() {
       open_line_[index] = -1;
     }
   }
-  for (auto &log : logs_) {
-    log->flush();
-  }
 }
 
 size_t WorkerOutput::held_bytes() const {
@@ -179,10 +194,10 @@ void WorkerOutput::show(int local, int stream, std::string_view text, char end) 
 
   bool to_console = options_.only_rank < 0 || options_.only_rank == rank;
   if (!logs_.empty()) {
-    auto &log = *logs_[local];
-    log.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (end != 0) {
-      log.put(end);
+    if (end == 0) {
+      write_all(logs_[local], text);
+    } else {
+      write_all(logs_[local], std::string(text) + end);
     }
     to_console = to_console && (options_.tee & stream) != 0;
   }

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <deque>
-#include <fstream>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -41,7 +39,13 @@ public:
   /// How much of a stderr line the failure summary keeps.
   static constexpr size_t kTailLineBytes = 4096;
 
+  /// With a log directory: creates it if needed and each rank's log (0600); throws
+  /// std::runtime_error naming --log_dir and the file when it cannot, and refuses to write a
+  /// log through a symbolic link.
   WorkerOutput(int local_workers, WorkerOutputOptions options);
+  ~WorkerOutput();
+  WorkerOutput(const WorkerOutput &) = delete;
+  WorkerOutput &operator=(const WorkerOutput &) = delete;
 
   /// A chunk of local worker `local`'s stream (1 stdout, 2 stderr), arrived at `now`.
   void add(int local, int stream, std::string_view chunk, Clock::time_point now = Clock::now());
@@ -74,7 +78,7 @@ private:
   WorkerOutputOptions options_;
   std::vector<Stream> streams_[2]; ///< per stream, per worker
   std::vector<std::deque<std::string>> tails_;
-  std::vector<std::unique_ptr<std::ofstream>> logs_;
+  std::vector<int> logs_; ///< one file descriptor per rank, with a log directory
   /// Per console stream: the local worker whose unfinished line the console shows, or -1.
   int open_line_[2] = {-1, -1};
 };

@@ -223,6 +223,41 @@ TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
   fs::remove_all(dir);
 }
 
+// --log_dir problems are named with the option and the path, before any worker starts; a log
+// is never written through a symbolic link (one left there could point anywhere).
+TEST(Launch, LogDirProblemsAreNamedAndLinksAreNotFollowed) {
+  const auto dir = accel_test::make_temp_dir("log-dir-problems");
+  const auto file = dir + "/a-file";
+  std::ofstream(file) << "not a directory\n";
+  auto result = run_command(
+      launch({"--log_dir", file, "/bin/sh", "-c", "echo started > " + dir + "/started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: --log_dir " + file + ": cannot create the directory: "),
+            std::string::npos)
+      << result.err;
+
+  const auto logs = dir + "/logs";
+  fs::create_directories(logs);
+  const auto target = dir + "/precious";
+  std::ofstream(target) << "keep me\n";
+  fs::create_symlink(target, logs + "/rank0.log");
+  result = run_command(
+      launch({"--log_dir", logs, "/bin/sh", "-c", "echo started > " + dir + "/started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: --log_dir: cannot write the log " + logs +
+                            "/rank0.log: it is a symbolic link"),
+            std::string::npos)
+      << result.err;
+  std::ifstream in(target);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "keep me");
+  EXPECT_FALSE(fs::exists(dir + "/started")) << "a worker started";
+  fs::remove_all(dir);
+}
+
 // A rank the job does not have would show nothing: an error before anything starts.
 TEST(Launch, OnlyRankMustBeARankOfTheJob) {
   auto result = run_command(
