@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -66,9 +67,20 @@ std::string resolve_program(const std::string &program) {
 int bind_store_socket(const std::string &address, int &port, bool single_machine) {
   try {
     return accelerate::detail::listen_on(address, port);
-  } catch (const std::runtime_error &error) {
+  } catch (const accelerate::detail::ListenError &error) {
     if (!single_machine) {
-      throw std::runtime_error(std::string(error.what()) + " (choose another --main_process_port)");
+      // Only a busy port is helped by another port.
+      const std::string advice =
+          error.error == EADDRINUSE ? " (choose another --main_process_port)"
+          : error.error == EADDRNOTAVAIL
+              ? " (--main_process_ip " + address +
+                    " is not an address of this machine; machine 0 hosts the rendezvous, so "
+                    "give every machine one of machine 0's own addresses)"
+              : "";
+      throw std::runtime_error(error.what() + advice);
+    }
+    if (error.error != EADDRINUSE) {
+      throw; // one machine binds 127.0.0.1: anything but a busy port is not ours to work around
     }
   }
   const int fd = accelerate::detail::listen_on(address, 0);

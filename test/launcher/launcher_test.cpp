@@ -333,6 +333,25 @@ TEST(Launch, ABusyPortIsAnErrorAcrossMachines) {
   EXPECT_NE(result.err.find("choose another --main_process_port"), std::string::npos) << result.err;
 }
 
+// Machine 0 hosts the rendezvous, so --main_process_ip must be one of its addresses: another
+// is named as such (it was told to choose another port).
+TEST(Launch, AMainAddressOfAnotherMachineIsNamedOnMachine0) {
+  std::ifstream nonlocal("/proc/sys/net/ipv4/ip_nonlocal_bind");
+  if (int allowed = 0; nonlocal >> allowed && allowed != 0) {
+    GTEST_SKIP() << "net.ipv4.ip_nonlocal_bind is on: any address binds here";
+  }
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): documentation only, no machine's address.
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "0",
+                          "--main_process_ip", "192.0.2.1", "--rdzv_timeout", "5", "true"}),
+                  kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--main_process_ip 192.0.2.1 is not an address of this machine"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("choose another --main_process_port"), std::string::npos) << result.err;
+}
+
 TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {
   // Machine 0 of 2, and machine 1 never starts: ranks 2 and 3 never arrive.
   const auto result =
