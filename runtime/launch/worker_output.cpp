@@ -11,17 +11,39 @@
 namespace accelerate::launch {
 namespace {
 
-// Where the first line end ('\n' or '\r') in `text` is, or npos: two memchr passes, which
-// run at memory speed (string_view::find_first_of compares each byte with each end in turn).
-size_t find_line_end(std::string_view text) {
-  const auto *newline = static_cast<const char *>(std::memchr(text.data(), '\n', text.size()));
-  const size_t before =
-      newline == nullptr ? text.size() : static_cast<size_t>(newline - text.data());
-  if (const auto *ret = static_cast<const char *>(std::memchr(text.data(), '\r', before))) {
-    return static_cast<size_t>(ret - text.data());
+// The line ends ('\n' and '\r') of one chunk, in order, each byte looked at once however many
+// there are: the next '\n' is found once and kept until passed, and '\r' is searched for only
+// up to it (memchr runs at memory speed; string_view::find_first_of compares each byte with
+// each end in turn).
+class LineEnds {
+public:
+  explicit LineEnds(std::string_view text) : text_(text) {}
+  /// The first line end at or after `from`, or npos.
+  size_t next(size_t from) {
+    if (newline_ != std::string_view::npos && newline_ < from) {
+      newline_ = find('\n', from, text_.size());
+    } else if (!searched_) {
+      newline_ = find('\n', from, text_.size());
+      searched_ = true;
+    }
+    const size_t limit = newline_ == std::string_view::npos ? text_.size() : newline_;
+    const size_t ret = find('\r', from, limit);
+    return ret != std::string_view::npos ? ret : newline_;
   }
-  return newline == nullptr ? std::string_view::npos : before;
-}
+
+private:
+  size_t find(char c, size_t from, size_t until) const {
+    if (from >= until) {
+      return std::string_view::npos;
+    }
+    const auto *at = static_cast<const char *>(std::memchr(text_.data() + from, c, until - from));
+    return at == nullptr ? std::string_view::npos : static_cast<size_t>(at - text_.data());
+  }
+
+  std::string_view text_;
+  size_t newline_ = std::string_view::npos;
+  bool searched_ = false;
+};
 
 } // namespace
 
@@ -59,6 +81,7 @@ WorkerOutput::WorkerOutput(int local_workers, WorkerOutputOptions options)
     ::fchmod(fd, 0600);
     logs_.push_back(fd);
   }
+  log_out_.resize(logs_.size());
 }
 
 WorkerOutput::~WorkerOutput() {
@@ -69,34 +92,36 @@ WorkerOutput::~WorkerOutput() {
 
 void WorkerOutput::add(int local, int stream, std::string_view chunk, Clock::time_point now) {
   auto &state = streams_[stream == 2 ? 1 : 0][local];
-  // Each byte is looked at once: only the new chunk is searched for an end.
-  while (!chunk.empty()) {
-    const size_t end = find_line_end(chunk);
+  LineEnds ends(chunk);
+  for (size_t at = 0; at < chunk.size();) {
+    const size_t end = ends.next(at);
     if (end == std::string_view::npos) {
-      if (state.held.size() + chunk.size() < kHoldBytes) {
+      const auto rest = chunk.substr(at);
+      if (state.held.size() + rest.size() < kHoldBytes) {
         if (state.held.empty()) {
           state.held_since = now;
         }
-        state.held.append(chunk);
-        return;
+        state.held.append(rest);
+        break;
       }
       // A long line: shown in pieces, so that what is held stays bounded.
       if (!state.held.empty()) {
         show(local, stream, state.held, 0);
         state.held.clear();
       }
-      show(local, stream, chunk, 0);
-      return;
+      show(local, stream, rest, 0);
+      break;
     }
     if (state.held.empty()) {
-      show(local, stream, chunk.substr(0, end), chunk[end]);
+      show(local, stream, chunk.substr(at, end - at), chunk[end]);
     } else {
-      state.held.append(chunk.substr(0, end));
+      state.held.append(chunk.substr(at, end - at));
       show(local, stream, state.held, chunk[end]);
       state.held.clear();
     }
-    chunk.remove_prefix(end + 1);
+    at = end + 1;
   }
+  write_out();
 }
 
 WorkerOutput::Clock::duration WorkerOutput::flush_due(Clock::time_point now) {
@@ -116,6 +141,7 @@ WorkerOutput::Clock::duration WorkerOutput::flush_due(Clock::time_point now) {
       }
     }
   }
+  write_out();
   return next;
 }
 
@@ -134,8 +160,24 @@ void WorkerOutput::flush() {
   // A progress bar's last '\r': the launcher's own messages start on a line of their own.
   for (int index : {0, 1}) {
     if (open_line_[index] >= 0) {
-      write_all(index == 0 ? options_.stdout_fd : options_.stderr_fd, "\n");
+      console_out_[index] += '\n';
       open_line_[index] = -1;
+    }
+  }
+  write_out();
+}
+
+void WorkerOutput::write_out() {
+  for (int index : {0, 1}) {
+    if (!console_out_[index].empty()) {
+      write_all(index == 0 ? options_.stdout_fd : options_.stderr_fd, console_out_[index]);
+      console_out_[index].clear();
+    }
+  }
+  for (size_t local = 0; local < log_out_.size(); ++local) {
+    if (!log_out_[local].empty()) {
+      write_all(logs_[local], log_out_[local]);
+      log_out_[local].clear();
     }
   }
 }
@@ -194,18 +236,18 @@ void WorkerOutput::show(int local, int stream, std::string_view text, char end) 
 
   bool to_console = options_.only_rank < 0 || options_.only_rank == rank;
   if (!logs_.empty()) {
-    if (end == 0) {
-      write_all(logs_[local], text);
-    } else {
-      write_all(logs_[local], std::string(text) + end);
+    log_out_[local].append(text);
+    if (end != 0) {
+      log_out_[local] += end;
     }
     to_console = to_console && (options_.tee & stream) != 0;
   }
   if (!to_console) {
     return;
   }
-  // One write() per piece: a line shown whole is never cut by another rank's.
-  std::string out;
+  // Pieces are gathered and written together (write_out): a line shown whole is never cut by
+  // another rank's, and a progress bar's many '\r' cost one write() per read, not one each.
+  auto &out = console_out_[index];
   int &open = open_line_[index];
   if (open >= 0 && open != local) {
     // Another rank's unfinished line is on the console: this one starts on a line of its own,
@@ -221,7 +263,6 @@ void WorkerOutput::show(int local, int stream, std::string_view text, char end) 
   if (end != 0) {
     out += end;
   }
-  write_all(stream == 2 ? options_.stderr_fd : options_.stdout_fd, out);
   state.mid_line = end == 0;
   open = end == '\n' ? -1 : local;
 }

@@ -70,15 +70,19 @@ private:
   };
 
   /// Shows `text` (the held text and what follows it up to here) ending with `end` ('\n',
-  /// '\r', or 0 for a piece of an unfinished line).
+  /// '\r', or 0 for a piece of an unfinished line): gathers it for write_out().
   void show(int local, int stream, std::string_view text, char end);
   void end_tail_line(int local, Stream &state);
+  /// Writes what show() gathered: one write() per console stream and per log.
+  void write_out();
   void write_all(int fd, std::string_view text);
 
   WorkerOutputOptions options_;
   std::vector<Stream> streams_[2]; ///< per stream, per worker
   std::vector<std::deque<std::string>> tails_;
   std::vector<int> logs_; ///< one file descriptor per rank, with a log directory
+  std::string console_out_[2];       ///< gathered for stdout and stderr, not written yet
+  std::vector<std::string> log_out_; ///< gathered for each log, not written yet
   /// Per console stream: the local worker whose unfinished line the console shows, or -1.
   int open_line_[2] = {-1, -1};
 };

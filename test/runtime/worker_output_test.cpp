@@ -90,6 +90,22 @@ TEST(WorkerOutput, ACarriageReturnShowsTheProgressBarAtOnce) {
   EXPECT_EQ(output.stderr_tail(0).back(), "done");
 }
 
+// Line ends of both kinds in one chunk, and a chunk that is all progress bar: each piece gets
+// its prefix, in order.
+TEST(WorkerOutput, ManyLineEndsInOneChunk) {
+  Console out, err;
+  WorkerOutput output(1, to(out, err));
+  output.add(0, 1, "a\rb\rc\nd\re\n\nf", t0);
+  EXPECT_EQ(out.take(), "[rank0] a\r[rank0] b\r[rank0] c\n[rank0] d\r[rank0] e\n[rank0] \n");
+  std::string bar, expected;
+  for (int i = 0; i < 10000; ++i) {
+    bar += std::to_string(i % 10) + "\r";
+    expected += "[rank0] " + std::to_string(i % 10) + "\r";
+  }
+  output.add(0, 1, bar, t0);
+  EXPECT_EQ(out.take(), "[rank0] f" + expected.substr(8));
+}
+
 TEST(WorkerOutput, AnotherRanksLineStartsOnALineOfItsOwn) {
   Console out, err;
   WorkerOutput output(2, to(out, err));
