@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +174,17 @@ StartedWorker start_worker(const WorkerSpec &spec) {
   return StartedWorker{pid, out_pipe[0], err_pipe[0]};
 }
 
+// A descriptor that becomes readable when process `pid` exits (pidfd_open, Linux 5.3), so that
+// an exit is noticed at once however long the monitor interval; -1 where the kernel has none.
+int open_exit_fd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); // close-on-exec by definition
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
 // This process's pid and a count: unique among the groups alive on this machine.
 std::string next_job_id() {
   static std::atomic<unsigned> groups_made{0};
@@ -205,6 +217,7 @@ WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_
       const auto started = start_worker(spec);
       watchdog_->watch(started.pid);
       pids_.push_back(started.pid);
+      exit_fds_.push_back(open_exit_fd(started.pid));
       stdout_fds_.push_back(started.stdout_fd);
       stderr_fds_.push_back(started.stderr_fd);
       WorkerExit exit;
@@ -230,6 +243,7 @@ WorkerGroup::~WorkerGroup() {
     }
     close_if_open(stdout_fds_[i]);
     close_if_open(stderr_fds_[i]);
+    close_if_open(exit_fds_[i]);
   }
 }
 
@@ -258,6 +272,19 @@ void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
       owners.emplace_back(i, 2);
     }
   }
+  // A running worker's exit wakes the poll too (its output may have closed long before).
+  const size_t outputs = fds.size();
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (!running_[i]) {
+      continue;
+    }
+    if (exit_fds_[i] >= 0) {
+      fds.push_back({exit_fds_[i], POLLIN, 0});
+    } else {
+      // No exit descriptor (an old kernel): look again soon, as before them.
+      wait_at_most = std::min(wait_at_most, std::chrono::milliseconds(100));
+    }
+  }
   if (fds.empty()) {
     std::this_thread::sleep_for(wait_at_most);
     return;
@@ -266,7 +293,7 @@ void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
     return;
   }
   char buffer[65536];
-  for (size_t k = 0; k < fds.size(); ++k) {
+  for (size_t k = 0; k < outputs; ++k) {
     if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
       continue;
     }
@@ -313,6 +340,7 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       reaped = true;
       running_[i] = false;
+      close_if_open(exit_fds_[i]); // readable from now on: it would wake every poll
       --left;
       kill(-pids_[i], SIGKILL); // anything the worker itself started
       watchdog_->forget(pids_[i]);

@@ -90,6 +90,7 @@ private:
   std::vector<pid_t> pids_;
   std::vector<int> stdout_fds_; ///< read ends of captured output, -1 when closed or none
   std::vector<int> stderr_fds_;
+  std::vector<int> exit_fds_; ///< pidfds of the workers still running, -1 once reaped or none
   std::vector<WorkerExit> exits_;
   std::vector<bool> running_;
 };

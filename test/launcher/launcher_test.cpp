@@ -258,6 +258,17 @@ TEST(Launch, LogDirProblemsAreNamedAndLinksAreNotFollowed) {
   fs::remove_all(dir);
 }
 
+// A worker's exit is noticed when it happens, not at the next check: with --monitor_interval
+// 3600 a worker that closed its output and then exited kept the launcher waiting an hour.
+TEST(Launch, AnExitIsNoticedAtOnceWhateverTheMonitorInterval) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_command(
+      launch({"--monitor_interval", "3600", "/bin/sh", "-c", "exec >/dev/null 2>&1; sleep 1"}),
+      kIsolated, /*timeout_s=*/60);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
 // A rank the job does not have would show nothing: an error before anything starts.
 TEST(Launch, OnlyRankMustBeARankOfTheJob) {
   auto result = run_command(
