@@ -9,7 +9,8 @@ namespace accel::cli {
 namespace {
 
 // One question with a default; an empty answer takes the default. End of input takes the
-// defaults of every remaining question, so piped answers may stop early.
+// defaults of every remaining question, so piped answers may stop early; but input that ends
+// before the first answer (an empty pipe, </dev/null) answered nothing, and writes nothing.
 class Asker {
 public:
   Asker(std::istream &in, std::ostream &out) : in_(in), out_(out) {}
@@ -19,8 +20,15 @@ public:
     std::string answer;
     if (!std::getline(in_, answer)) {
       out_ << "\n";
+      if (!answered_) {
+        throw std::runtime_error(
+            "no answers: the input ended before the first question was answered, so no config "
+            "was written (answer in a terminal or pipe the answers; `accel config default` "
+            "writes a default config)");
+      }
       return fallback;
     }
+    answered_ = true;
     while (!answer.empty() && (answer.back() == ' ' || answer.back() == '\r')) {
       answer.pop_back();
     }
@@ -75,6 +83,7 @@ public:
 private:
   std::istream &in_;
   std::ostream &out_;
+  bool answered_ = false; ///< a line was read, even an empty one (taking a default)
 };
 
 } // namespace

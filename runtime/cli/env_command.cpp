@@ -51,7 +51,12 @@ std::string memory_total() {
 std::string shared_memory_state() {
   if (const char *setting = std::getenv("ACCELERATE_SHARED_MEMORY")) {
     const std::string value = setting;
-    if (!value.empty() && !accelerate::launch::is_truthy(value)) {
+    const auto on = accelerate::launch::parse_switch(value);
+    if (!value.empty() && !on) {
+      return "refused: ACCELERATE_SHARED_MEMORY='" + value +
+             "' is neither yes nor no (training stops at start-up)";
+    }
+    if (!value.empty() && !*on) {
       return "off (ACCELERATE_SHARED_MEMORY=" + value + ")";
     }
   }
@@ -70,8 +75,12 @@ std::string shared_memory_state() {
 // What the runtime's Accelerator will do to malloc in a program started from this environment.
 std::string malloc_tuning_state() {
   const char *setting = std::getenv("ACCELERATE_MALLOC_TUNING");
-  const bool wanted =
-      setting == nullptr || *setting == '\0' || accelerate::launch::is_truthy(setting);
+  const auto on = accelerate::launch::parse_switch(setting == nullptr ? "" : setting);
+  if (setting != nullptr && *setting != '\0' && !on) {
+    return std::string("refused: ACCELERATE_MALLOC_TUNING='") + setting +
+           "' is neither yes nor no (training stops at start-up)";
+  }
+  const bool wanted = setting == nullptr || *setting == '\0' || *on;
   return accelerate::launch::describe(accelerate::launch::plan_host_allocator_tuning(wanted));
 }
 
@@ -81,7 +90,11 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
   utsname system{};
   uname(&system);
   const auto config_path = config_file.value_or(default_config_path());
-  const bool have_config = std::filesystem::exists(config_path);
+  // A directory in the config file's place is no config: the report goes on and says so (a
+  // config file with a bad value is an error, as for accel launch).
+  std::error_code error;
+  const bool directory = std::filesystem::is_directory(config_path, error);
+  const bool have_config = !directory && std::filesystem::exists(config_path, error);
   out << "- accel version: " << ACCEL_VERSION << "\n"
       << "- LibTorch version (built with): " << ACCEL_TORCH_VERSION << "\n"
       << "- CUDA / NCCL: " << ACCEL_CUDA_INFO << "\n"
@@ -93,14 +106,16 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << "- Memory: " << memory_total() << "\n"
       << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
       << "- Malloc tuning (host memory of training processes): " << malloc_tuning_state() << "\n"
-      << "- Config file: " << (have_config ? config_path : config_path + " (none)") << "\n";
-  const auto config = effective_config(
-      have_config ? std::optional<std::string>(config_path) : std::nullopt, LaunchConfig{});
+      << "- Config file: "
+      << (have_config ? config_path
+                      : config_path + (directory ? " (a directory, not a config file)" : " (none)"))
+      << "\n";
   out << "- Config in effect:\n";
   if (!have_config) {
     out << "\tNot found\n"; // as `accelerate env` says it
     return 0;
   }
+  const auto config = effective_config(config_path, LaunchConfig{});
   std::istringstream yaml(config_to_yaml(config));
   for (std::string line; std::getline(yaml, line);) {
     if (line != "{}") {

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -66,9 +67,20 @@ std::string resolve_program(const std::string &program) {
 int bind_store_socket(const std::string &address, int &port, bool single_machine) {
   try {
     return accelerate::detail::listen_on(address, port);
-  } catch (const std::runtime_error &error) {
+  } catch (const accelerate::detail::ListenError &error) {
     if (!single_machine) {
-      throw std::runtime_error(std::string(error.what()) + " (choose another --main_process_port)");
+      // Only a busy port is helped by another port.
+      const std::string advice =
+          error.error == EADDRINUSE ? " (choose another --main_process_port)"
+          : error.error == EADDRNOTAVAIL
+              ? " (--main_process_ip " + address +
+                    " is not an address of this machine; machine 0 hosts the rendezvous, so "
+                    "give every machine one of machine 0's own addresses)"
+              : "";
+      throw std::runtime_error(error.what() + advice);
+    }
+    if (error.error != EADDRINUSE) {
+      throw; // one machine binds 127.0.0.1: anything but a busy port is not ours to work around
     }
   }
   const int fd = accelerate::detail::listen_on(address, 0);
@@ -100,10 +112,21 @@ std::string compression_text(const LaunchConfig &config) {
     return "";
   }
   if (hook == "powersgd") {
+    // Set only when given, so the workers otherwise inherit this environment's values, and the
+    // runtime's defaults apply without them: say what the workers will use.
+    const auto setting = [](const std::optional<int> &given, const char *variable,
+                            const char *fallback) {
+      if (given) {
+        return std::to_string(*given);
+      }
+      const char *inherited = std::getenv(variable);
+      return inherited != nullptr && *inherited != '\0'
+                 ? std::string(inherited) + " (" + variable + ")"
+                 : std::string(fallback);
+    };
     return ", gradients compressed by PowerSGD (rank " +
-           (config.powersgd_rank ? std::to_string(*config.powersgd_rank) : "1") + ", from step " +
-           (config.powersgd_start_iter ? std::to_string(*config.powersgd_start_iter) : "1000") +
-           ")";
+           setting(config.powersgd_rank, "ACCELERATE_POWERSGD_RANK", "1") + ", from step " +
+           setting(config.powersgd_start_iter, "ACCELERATE_POWERSGD_START_ITER", "1000") + ")";
   }
   return ", gradients compressed to " + hook;
 }
@@ -138,11 +161,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch
       ->add_option(both_spellings("powersgd_rank"), flags.powersgd_rank,
                    "PowerSGD: columns of each gradient matrix's factors (default 1)")
-      ->check(whole_number(1, kAny));
+      ->check(whole_number(1, kMaxPowerSgdRank));
   launch
       ->add_option(both_spellings("powersgd_start_iter"), flags.powersgd_start_iter,
                    "PowerSGD: steps summed uncompressed first (default 1000)")
-      ->check(whole_number(0, kAny));
+      ->check(whole_number(0, kMaxPowerSgdStartIter));
   launch
       ->add_option(both_spellings("gradient_accumulation_steps"), flags.gradient_accumulation_steps)
       ->check(whole_number(1, kAny));
@@ -169,11 +192,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch
       ->add_option(both_spellings("monitor_interval"), request.monitor_interval,
                    "Seconds between checks on the workers")
-      ->check(positive_seconds());
+      ->check(seconds_between(kMinMonitorSeconds, kMaxMonitorSeconds));
   launch
       ->add_option(both_spellings("rdzv_timeout"), request.rdzv_timeout,
                    "Seconds the processes may take to meet, and collectives to finish")
-      ->check(positive_seconds());
+      ->check(seconds_between(kMinTimeoutSeconds, kMaxTimeoutSeconds));
   launch
       ->add_option("--tee", request.tee,
                    "With --log_dir: streams also shown here (0 none, 1 out, 2 err, 3 both)")
@@ -256,6 +279,12 @@ int run_launch(const LaunchRequest &request) {
   if (world_size % machines != 0) {
     throw std::runtime_error("--num_processes " + std::to_string(world_size) +
                              " is not a multiple of --num_machines " + std::to_string(machines));
+  }
+  if (request.only_rank >= world_size) {
+    // Ranks are the job's, across machines: a rank past the last would show nothing at all.
+    throw std::runtime_error("--only_rank " + std::to_string(request.only_rank) +
+                             " is not a rank of this job (ranks 0 to " +
+                             std::to_string(world_size - 1) + ")");
   }
   if (machine_rank >= machines) {
     throw std::runtime_error("--machine_rank " + std::to_string(machine_rank) +
@@ -352,9 +381,11 @@ int run_launch(const LaunchRequest &request) {
     std::vector<accelerate::launch::WorkerExit> exits;
     {
       accelerate::launch::WorkerGroup group(
-          specs, [&output](int local, int stream, std::string_view chunk) {
+          specs,
+          [&output](int local, int stream, std::string_view chunk) {
             output.add(local, stream, chunk);
-          });
+          },
+          [&output] { return output.flush_due(); });
       exits = group.wait(
           std::chrono::hours(24 * 365), std::chrono::seconds(5), &g_stop_signal,
           std::chrono::milliseconds(static_cast<int64_t>(request.monitor_interval * 1000.0)));

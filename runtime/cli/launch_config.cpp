@@ -213,6 +213,11 @@ std::string default_config_path() {
 }
 
 LaunchConfig load_config_file(const std::string &path, std::vector<std::string> *notes) {
+  // A directory opens as a stream and fails at the first read, with the standard library's
+  // words ("basic_filebuf::underflow error") and no path.
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    throw std::runtime_error(path + ": is a directory, not a config file");
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -221,6 +226,8 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
   } catch (const YAML::ParserException &error) {
     throw std::runtime_error(path + ":" + std::to_string(error.mark.line + 1) + ":" +
                              std::to_string(error.mark.column + 1) + ": " + error.msg);
+  } catch (const std::ios_base::failure &error) {
+    throw std::runtime_error(path + ": cannot read the config file: " + error.what());
   }
   LaunchConfig config;
   if (root.IsNull()) {
@@ -282,9 +289,9 @@ LaunchConfig load_config_file(const std::string &path, std::vector<std::string> 
     } else if (key == "comm_hook") {
       config.comm_hook = one_of(path, value, key, {"no", "fp16", "bf16", "powersgd"});
     } else if (key == "powersgd_rank") {
-      config.powersgd_rank = bounded_int(path, value, key, 1, 1 << 20);
+      config.powersgd_rank = bounded_int(path, value, key, 1, kMaxPowerSgdRank);
     } else if (key == "powersgd_start_iter") {
-      config.powersgd_start_iter = bounded_int(path, value, key, 0, 1 << 30);
+      config.powersgd_start_iter = bounded_int(path, value, key, 0, kMaxPowerSgdStartIter);
     } else {
       throw std::runtime_error(where(path, entry.first, key) + "unknown key");
     }

@@ -8,6 +8,9 @@
 
 namespace accel::cli {
 
+/// The largest powersgd_rank and powersgd_start_iter, in a config file and on the command line.
+inline constexpr int kMaxPowerSgdRank = 1 << 20, kMaxPowerSgdStartIter = 1 << 30;
+
 /// Every field is optional: a value missing from the file (or the command line) falls back to
 /// the next source, then to the default.
 struct LaunchConfig {

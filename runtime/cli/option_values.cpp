@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -27,20 +28,23 @@ CLI::Validator whole_number(long lowest, long highest) {
       "INTEGER " + range);
 }
 
-CLI::Validator positive_seconds() {
+CLI::Validator seconds_between(double lowest, double highest) {
+  char text_range[64];
+  std::snprintf(text_range, sizeof(text_range), "%g to %g seconds", lowest, highest);
+  const std::string range = text_range;
   return CLI::Validator(
-      [](std::string &text) -> std::string {
+      [lowest, highest, range](std::string &text) -> std::string {
         char *end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (text.empty() || *end != '\0' || !std::isfinite(value)) {
           return "'" + text + "' is not a number of seconds";
         }
-        if (value <= 0) {
-          return "'" + text + "' is not above 0 seconds";
+        if (value < lowest || value > highest) {
+          return "'" + text + "' is out of range (" + range + ")";
         }
         return {};
       },
-      "SECONDS > 0");
+      "SECONDS " + range);
 }
 
 CLI::Validator one_of(const std::vector<std::string> &allowed, const std::string &why) {

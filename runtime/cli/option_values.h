@@ -13,8 +13,14 @@ namespace accel::cli {
 /// A whole number from `lowest` to `highest`.
 CLI::Validator whole_number(long lowest, long highest);
 
-/// A number of seconds above zero.
-CLI::Validator positive_seconds();
+/// A number of seconds from `lowest` to `highest`.
+CLI::Validator seconds_between(double lowest, double highest);
+
+/// --rdzv_timeout (and the ACCELERATE_TIMEOUT it sets): 1 ms, the timeouts' resolution, to 7
+/// days (the runtime refuses the same range).
+inline constexpr double kMinTimeoutSeconds = 0.001, kMaxTimeoutSeconds = 604800;
+/// --monitor_interval: 10 ms (shorter would keep the launcher busy) to an hour.
+inline constexpr double kMinMonitorSeconds = 0.01, kMaxMonitorSeconds = 3600;
 
 /// One of `allowed`, spelled exactly; `why` (if any) follows the message about another value.
 CLI::Validator one_of(const std::vector<std::string> &allowed, const std::string &why = "");

@@ -25,14 +25,17 @@ int listen_on(const std::string &host, int port) {
   addrinfo *found = nullptr;
   const std::string service = std::to_string(port);
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("accelerate: cannot resolve the main process address '" + host +
-                             "': " + gai_strerror(rc));
+    throw ListenError("accelerate: cannot resolve the main process address '" + host +
+                          "': " + gai_strerror(rc),
+                      0);
   }
   std::string last_error = "no address";
+  int last_errno = 0;
   for (addrinfo *candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
     int fd =
         socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
     if (fd < 0) {
+      last_errno = errno;
       last_error = std::strerror(errno);
       continue;
     }
@@ -42,12 +45,14 @@ int listen_on(const std::string &host, int port) {
       freeaddrinfo(found);
       return fd;
     }
+    last_errno = errno;
     last_error = std::strerror(errno);
     close(fd);
   }
   freeaddrinfo(found);
-  throw std::runtime_error("accelerate: rank 0 cannot listen on " + host + ":" + service +
-                           " for the rendezvous: " + last_error);
+  throw ListenError("accelerate: rank 0 cannot listen on " + host + ":" + service +
+                        " for the rendezvous: " + last_error,
+                    last_errno);
 }
 
 bool accepts_connections(const std::string &host, int port, int within_ms) {

@@ -2,12 +2,20 @@
 // the rendezvous store never listens on more interfaces than the job needs.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 namespace accelerate::detail {
 
+/// Why listen_on failed: `error` is the errno of the last bind or listen (EADDRINUSE: the port
+/// is busy; EADDRNOTAVAIL: the address is not this machine's), 0 when the name did not resolve.
+struct ListenError : std::runtime_error {
+  ListenError(const std::string &message, int error) : std::runtime_error(message), error(error) {}
+  int error;
+};
+
 /// Binds and listens on host:port (a numeric address or a name); returns the socket. Throws
-/// std::runtime_error naming the address when it is busy or cannot be bound.
+/// ListenError naming the address when it is busy or cannot be bound.
 int listen_on(const std::string &host, int port);
 
 /// The listening socket a launcher passed down as a descriptor number (decimal text); throws

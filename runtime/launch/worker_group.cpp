@@ -10,9 +10,11 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -172,6 +174,17 @@ StartedWorker start_worker(const WorkerSpec &spec) {
   return StartedWorker{pid, out_pipe[0], err_pipe[0]};
 }
 
+// A descriptor that becomes readable when process `pid` exits (pidfd_open, Linux 5.3), so that
+// an exit is noticed at once however long the monitor interval; -1 where the kernel has none.
+int open_exit_fd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); // close-on-exec by definition
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
 // This process's pid and a count: unique among the groups alive on this machine.
 std::string next_job_id() {
   static std::atomic<unsigned> groups_made{0};
@@ -194,8 +207,9 @@ std::string WorkerExit::describe() const {
   return text;
 }
 
-WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output)
-    : job_id_(next_job_id()), on_output_(std::move(on_output)),
+WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output,
+                         OutputTimer on_timer)
+    : job_id_(next_job_id()), on_output_(std::move(on_output)), on_timer_(std::move(on_timer)),
       watchdog_(std::make_unique<GroupWatchdog>(specs.size(), job_segment_prefix(job_id_))) {
   try {
     for (auto spec : specs) {
@@ -203,6 +217,7 @@ WorkerGroup::WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_
       const auto started = start_worker(spec);
       watchdog_->watch(started.pid);
       pids_.push_back(started.pid);
+      exit_fds_.push_back(open_exit_fd(started.pid));
       stdout_fds_.push_back(started.stdout_fd);
       stderr_fds_.push_back(started.stderr_fd);
       WorkerExit exit;
@@ -228,7 +243,20 @@ WorkerGroup::~WorkerGroup() {
     }
     close_if_open(stdout_fds_[i]);
     close_if_open(stderr_fds_[i]);
+    close_if_open(exit_fds_[i]);
   }
+}
+
+std::chrono::milliseconds WorkerGroup::until_output_due(std::chrono::milliseconds wait_at_most) {
+  if (!on_timer_) {
+    return wait_at_most;
+  }
+  const auto due = on_timer_();
+  if (due >= wait_at_most) {
+    return wait_at_most;
+  }
+  // At least 1 ms: the timer showed what was due, so the next is never due at once.
+  return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(due));
 }
 
 void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
@@ -244,6 +272,19 @@ void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
       owners.emplace_back(i, 2);
     }
   }
+  // A running worker's exit wakes the poll too (its output may have closed long before).
+  const size_t outputs = fds.size();
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (!running_[i]) {
+      continue;
+    }
+    if (exit_fds_[i] >= 0) {
+      fds.push_back({exit_fds_[i], POLLIN, 0});
+    } else {
+      // No exit descriptor (an old kernel): look again soon, as before them.
+      wait_at_most = std::min(wait_at_most, std::chrono::milliseconds(100));
+    }
+  }
   if (fds.empty()) {
     std::this_thread::sleep_for(wait_at_most);
     return;
@@ -252,7 +293,7 @@ void WorkerGroup::pump_output(std::chrono::milliseconds wait_at_most) {
     return;
   }
   char buffer[65536];
-  for (size_t k = 0; k < fds.size(); ++k) {
+  for (size_t k = 0; k < outputs; ++k) {
     if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
       continue;
     }
@@ -299,6 +340,7 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       reaped = true;
       running_[i] = false;
+      close_if_open(exit_fds_[i]); // readable from now on: it would wake every poll
       --left;
       kill(-pids_[i], SIGKILL); // anything the worker itself started
       watchdog_->forget(pids_[i]);
@@ -337,13 +379,13 @@ std::vector<WorkerExit> WorkerGroup::wait(std::chrono::milliseconds deadline,
       }
       continue;
     }
-    pump_output(monitor_interval);
+    pump_output(until_output_due(monitor_interval));
   }
   // What the workers wrote just before they exited; bounded, since a descendant that left the
   // worker's process group could hold a pipe open forever.
   const auto drain_until = Clock::now() + std::chrono::seconds(2);
   for (bool open = true; open && Clock::now() < drain_until;) {
-    pump_output(std::chrono::milliseconds(10));
+    pump_output(until_output_due(std::chrono::milliseconds(10)));
     open = false;
     for (size_t i = 0; i < pids_.size(); ++i) {
       open = open || stdout_fds_[i] >= 0 || stderr_fds_[i] >= 0;

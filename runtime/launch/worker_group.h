@@ -31,6 +31,9 @@ struct WorkerSpec {
 /// Receives a worker's output as it arrives: `stream` is 1 (stdout) or 2 (stderr); chunks are
 /// not split at line ends.
 using OutputHandler = std::function<void(int rank, int stream, std::string_view chunk)>;
+/// Called between waits for output; returns how long it may be until the next call (the time
+/// until held output is due: WorkerOutput::flush_due).
+using OutputTimer = std::function<std::chrono::steady_clock::duration()>;
 
 struct WorkerExit {
   int rank = 0;
@@ -51,7 +54,8 @@ public:
   /// removed when the group ends or this process dies. Throws std::runtime_error
   /// when a fork fails; an exec failure is reported as exit code 127 by wait(), with the
   /// reason on the worker's stderr.
-  explicit WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output = {});
+  explicit WorkerGroup(const std::vector<WorkerSpec> &specs, OutputHandler on_output = {},
+                       OutputTimer on_timer = {});
   /// Kills and reaps any worker still running.
   ~WorkerGroup();
   WorkerGroup(const WorkerGroup &) = delete;
@@ -61,7 +65,7 @@ public:
   /// `deadline` passes, or `stop_signal` becomes non-zero (the launcher got SIGINT/SIGTERM), the
   /// others get that signal (SIGTERM by default) and, after `grace`, SIGKILL. Returns one entry
   /// per rank. Exits are checked every `monitor_interval`, and at once when output arrives or
-  /// a worker's output closes.
+  /// a worker's output closes; the output timer is called at least as often as it asks.
   std::vector<WorkerExit>
   wait(std::chrono::milliseconds deadline,
        std::chrono::milliseconds grace = std::chrono::seconds(5),
@@ -76,13 +80,17 @@ public:
 
 private:
   void pump_output(std::chrono::milliseconds wait_at_most);
+  /// `wait_at_most`, shortened to when the output timer asks to be called.
+  std::chrono::milliseconds until_output_due(std::chrono::milliseconds wait_at_most);
 
   std::string job_id_;
   OutputHandler on_output_;
+  OutputTimer on_timer_;
   std::unique_ptr<GroupWatchdog> watchdog_;
   std::vector<pid_t> pids_;
   std::vector<int> stdout_fds_; ///< read ends of captured output, -1 when closed or none
   std::vector<int> stderr_fds_;
+  std::vector<int> exit_fds_; ///< pidfds of the workers still running, -1 once reaped or none
   std::vector<WorkerExit> exits_;
   std::vector<bool> running_;
 };

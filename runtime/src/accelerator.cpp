@@ -16,6 +16,7 @@
 #endif
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -76,7 +77,7 @@ Options resolve(Options options) {
     options.backend = environment("ACCELERATE_BACKEND").value_or("");
   }
   if (!options.cpu) {
-    options.cpu = launch::is_truthy(environment("ACCELERATE_USE_CPU").value_or("false"));
+    options.cpu = launch::environment_switch("ACCELERATE_USE_CPU", false);
   }
   if (!options.gradient_accumulation_steps) {
     const auto text = environment("ACCELERATE_GRADIENT_ACCUMULATION_STEPS").value_or("1");
@@ -91,12 +92,10 @@ Options resolve(Options options) {
                                 "(ACCELERATE_GRADIENT_ACCUMULATION_STEPS or Options)");
   }
   if (!options.shared_memory) {
-    options.shared_memory =
-        launch::is_truthy(environment("ACCELERATE_SHARED_MEMORY").value_or("true"));
+    options.shared_memory = launch::environment_switch("ACCELERATE_SHARED_MEMORY", true);
   }
   if (!options.tune_malloc) {
-    options.tune_malloc =
-        launch::is_truthy(environment("ACCELERATE_MALLOC_TUNING").value_or("true"));
+    options.tune_malloc = launch::environment_switch("ACCELERATE_MALLOC_TUNING", true);
   }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
@@ -116,13 +115,15 @@ Options resolve(Options options) {
   }
   if (!options.timeout) {
     if (auto seconds = environment("ACCELERATE_TIMEOUT")) {
-      try {
-        options.timeout =
-            std::chrono::milliseconds(static_cast<int64_t>(std::stod(*seconds) * 1000.0));
-      } catch (const std::exception &) {
+      // 1 ms (below, it rounds to no time at all) to 7 days (far above, the milliseconds
+      // overflow), as `accel launch --rdzv_timeout` allows; the whole text must be the number.
+      char *end = nullptr;
+      const double value = std::strtod(seconds->c_str(), &end);
+      if (seconds->empty() || *end != '\0' || !(value >= 0.001 && value <= 604800.0)) {
         throw std::invalid_argument("accelerate: ACCELERATE_TIMEOUT='" + *seconds +
-                                    "' is not a number of seconds");
+                                    "' is not a number of seconds from 0.001 to 604800 (7 days)");
       }
+      options.timeout = std::chrono::milliseconds(std::llround(value * 1000.0));
     } else {
       options.timeout = std::chrono::minutes(30);
     }

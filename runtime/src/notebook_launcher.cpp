@@ -93,9 +93,12 @@ std::string run_in_forked_workers(int num_processes, const std::function<std::st
   launch::WorkerOutput output(num_processes, output_options);
   std::vector<launch::WorkerExit> exits;
   {
-    launch::WorkerGroup group(specs, [&output](int rank, int stream, std::string_view chunk) {
-      output.add(rank, stream, chunk);
-    });
+    launch::WorkerGroup group(
+        specs,
+        [&output](int rank, int stream, std::string_view chunk) {
+          output.add(rank, stream, chunk);
+        },
+        [&output] { return output.flush_due(); }); // partial lines, as accel launch shows them
     exits = group.wait(options.timeout, std::chrono::seconds(5));
   }
   output.flush();

@@ -99,6 +99,39 @@ TEST(Config, EnvSaysNotFoundWithoutAConfig) {
   EXPECT_NE(result.out.find("- Config in effect:\n\tNot found\n"), std::string::npos) << result.out;
 }
 
+// A directory named as the config file: `accel launch` stops naming it (it said
+// "basic_filebuf::underflow error"), `accel env` reports it and goes on.
+TEST(Config, ADirectoryInsteadOfAConfigFileIsNamed) {
+  const auto dir = accel_test::make_temp_dir("config-directory");
+  auto result = run_command({ACCEL_BIN, "launch", "--config_file", dir, "true"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: " + dir + ": is a directory, not a config file"),
+            std::string::npos)
+      << result.err;
+  result = run_command({ACCEL_BIN, "test", "--config_file", dir}, kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(dir + ": is a directory, not a config file"), std::string::npos)
+      << result.err;
+  result = run_command({ACCEL_BIN, "env", "--config_file", dir}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Config file: " + dir + " (a directory, not a config file)\n"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("- Config in effect:\n\tNot found\n"), std::string::npos) << result.out;
+  // The default location too.
+  const auto home = accel_test::make_temp_dir("config-directory-home");
+  fs::create_directories(home + "/accelerate/default_config.yaml");
+  result = run_command({ACCEL_BIN, "env"}, {{"HF_HOME", home}});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  result = run_command({ACCEL_BIN, "launch", "true"}, {{"HF_HOME", home}});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("default_config.yaml: is a directory, not a config file"),
+            std::string::npos)
+      << result.err;
+  fs::remove_all(dir);
+  fs::remove_all(home);
+}
+
 TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
   auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
   EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -111,6 +144,14 @@ TEST(Config, EnvSaysWhetherGradientsCanUseSharedMemory) {
   EXPECT_NE(
       result.out.find("gradient sum (CPU, one machine): off (ACCELERATE_SHARED_MEMORY=false)"),
       std::string::npos)
+      << result.out;
+  // A word that is neither yes nor no: the report says training refuses it.
+  off["ACCELERATE_SHARED_MEMORY"] = "perhaps";
+  result = run_command({ACCEL_BIN, "env"}, off);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("gradient sum (CPU, one machine): refused: "
+                            "ACCELERATE_SHARED_MEMORY='perhaps' is neither yes nor no"),
+            std::string::npos)
       << result.out;
 }
 
@@ -222,6 +263,27 @@ TEST(Config, QuestionsAnsweredFromAPipe) {
   }
   // And it loads back.
   EXPECT_EQ(run_command({ACCEL_BIN, "env", "--config_file", path}).exit_code, 0);
+  fs::remove_all(dir);
+}
+
+// Input that ends before the first answer answered nothing: no config is written (it wrote a
+// 2-process config of defaults). One empty line takes the defaults, as a user pressing Enter.
+TEST(Config, QuestionsWithNoAnswersWriteNothing) {
+  const auto dir = accel_test::make_temp_dir("no-answers");
+  const auto path = dir + "/config.yaml";
+  auto result = run_command(
+      {"/bin/sh", "-c", std::string(ACCEL_BIN) + " config --config_file " + path + " </dev/null"});
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_NE(result.err.find("accel: error: no answers: the input ended before the first question "
+                            "was answered, so no config was written"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(fs::exists(path));
+  result =
+      run_command({"/bin/sh", "-c",
+                   "printf '\\n' | " + std::string(ACCEL_BIN) + " config --config_file " + path});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(read(path).find("num_processes: 2"), std::string::npos) << read(path);
   fs::remove_all(dir);
 }
 

@@ -63,6 +63,18 @@ TEST(Flags, PowerSgdSettingsReachTheWorkers) {
       << result.err;
   result = with({"--comm_hook", "powersgd"});
   EXPECT_EQ(result.out, "[rank0] powersgd unset unset\n") << result.err;
+  // Not given, the workers inherit the launcher's environment: -v says what they will use (it
+  // showed the defaults, 1 and 1000).
+  auto inherited = kIsolated;
+  inherited["ACCELERATE_POWERSGD_RANK"] = "8";
+  result = run_command(
+      launch({"--comm_hook", "powersgd", "-v", "/bin/sh", "-c", "echo $ACCELERATE_POWERSGD_RANK"}),
+      inherited);
+  EXPECT_EQ(result.out, "[rank0] 8\n") << result.err;
+  EXPECT_NE(result.err.find("gradients compressed by PowerSGD (rank 8 (ACCELERATE_POWERSGD_RANK), "
+                            "from step 1000)"),
+            std::string::npos)
+      << result.err;
   result = with({"--powersgd_rank", "4"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("accel: note: powersgd_rank and powersgd_start_iter apply only with "
@@ -109,10 +121,26 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
        "--main_process_port: '70000' is out of range (1 to 65535)"},
       {{"--mixed_precision", "fp32"}, "--mixed_precision: 'fp32' is not one of no, fp16, bf16"},
       {{"--comm_hook", "int8"}, "--comm_hook: 'int8' is not one of no, fp16, bf16, powersgd"},
-      {{"--powersgd_rank", "0"}, "--powersgd_rank: '0' is out of range (1 to any)"},
+      {{"--powersgd_rank", "0"}, "--powersgd_rank: '0' is out of range (1 to 1048576)"},
       {{"--powersgd_start_iter", "soon"}, "--powersgd_start_iter: 'soon' is not a whole number"},
+      // The config file's limits (the flag took 2147483647, the file refused over 1048576).
+      {{"--powersgd_rank", "2147483647"},
+       "--powersgd_rank: '2147483647' is out of range (1 to 1048576)"},
+      {{"--powersgd_start_iter", "1073741825"},
+       "--powersgd_start_iter: '1073741825' is out of range (0 to 1073741824)"},
       {{"--rdzv_timeout", "soon"}, "--rdzv_timeout: 'soon' is not a number of seconds"},
-      {{"--monitor_interval", "-1"}, "--monitor_interval: '-1' is not above 0 seconds"},
+      // Timeouts have a range: 1e308 s overflowed to "-9223372036854775808ms", 1e-9 s became
+      // 0, and a monitor interval of 1e-300 s kept the launcher busy.
+      {{"--rdzv_timeout", "1e308"},
+       "--rdzv_timeout: '1e308' is out of range (0.001 to 604800 seconds)"},
+      {{"--rdzv_timeout", "1e-9"},
+       "--rdzv_timeout: '1e-9' is out of range (0.001 to 604800 seconds)"},
+      {{"--rdzv_timeout", "inf"}, "--rdzv_timeout: 'inf' is not a number of seconds"},
+      {{"--monitor_interval", "1e-300"},
+       "--monitor_interval: '1e-300' is out of range (0.01 to 3600 seconds)"},
+      {{"--monitor_interval", "-1"},
+       "--monitor_interval: '-1' is out of range (0.01 to 3600 seconds)"},
+      {{"--monitor_interval", "nan"}, "--monitor_interval: 'nan' is not a number of seconds"},
       {{"--rdzv_backend", "c10d"},
        "--rdzv_backend: 'c10d' is not one of static (accel's rendezvous is static"},
       {{"--tee", "5"}, "--tee: '5' is out of range (0 to 3)"},
@@ -125,6 +153,17 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
     EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
     EXPECT_NE(result.err.find("accel: error: " + message), std::string::npos) << result.err;
   }
+  // The ends of the ranges are valid, and the workers get the timeout.
+  auto edges = run_command(launch({"--rdzv_timeout", "0.001", "--monitor_interval", "0.01",
+                                   "/bin/sh", "-c", "echo $ACCELERATE_TIMEOUT"}),
+                           kIsolated);
+  EXPECT_EQ(edges.exit_code, 0) << edges.err;
+  EXPECT_EQ(edges.out, "[rank0] 0.001000\n");
+  edges = run_command(launch({"--rdzv_timeout", "604800", "--monitor_interval", "3600", "/bin/sh",
+                              "-c", "echo $ACCELERATE_TIMEOUT"}),
+                      kIsolated);
+  EXPECT_EQ(edges.exit_code, 0) << edges.err;
+  EXPECT_EQ(edges.out, "[rank0] 604800.000000\n");
   const auto test = run_command({ACCEL_BIN, "test", "--num_processes", "two"}, kIsolated);
   EXPECT_EQ(test.exit_code, 2);
   EXPECT_NE(test.err.find("--num_processes: 'two' is not a whole number"), std::string::npos)

@@ -223,6 +223,69 @@ TEST(Launch, LogDirKeepsOneLogPerRankAndOnlyRankFilters) {
   fs::remove_all(dir);
 }
 
+// --log_dir problems are named with the option and the path, before any worker starts; a log
+// is never written through a symbolic link (one left there could point anywhere).
+TEST(Launch, LogDirProblemsAreNamedAndLinksAreNotFollowed) {
+  const auto dir = accel_test::make_temp_dir("log-dir-problems");
+  const auto file = dir + "/a-file";
+  std::ofstream(file) << "not a directory\n";
+  auto result = run_command(
+      launch({"--log_dir", file, "/bin/sh", "-c", "echo started > " + dir + "/started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: --log_dir " + file + ": cannot create the directory: "),
+            std::string::npos)
+      << result.err;
+
+  const auto logs = dir + "/logs";
+  fs::create_directories(logs);
+  const auto target = dir + "/precious";
+  std::ofstream(target) << "keep me\n";
+  fs::create_symlink(target, logs + "/rank0.log");
+  result = run_command(
+      launch({"--log_dir", logs, "/bin/sh", "-c", "echo started > " + dir + "/started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("accel: error: --log_dir: cannot write the log " + logs +
+                            "/rank0.log: it is a symbolic link"),
+            std::string::npos)
+      << result.err;
+  std::ifstream in(target);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "keep me");
+  EXPECT_FALSE(fs::exists(dir + "/started")) << "a worker started";
+  fs::remove_all(dir);
+}
+
+// A worker's exit is noticed when it happens, not at the next check: with --monitor_interval
+// 3600 a worker that closed its output and then exited kept the launcher waiting an hour.
+TEST(Launch, AnExitIsNoticedAtOnceWhateverTheMonitorInterval) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_command(
+      launch({"--monitor_interval", "3600", "/bin/sh", "-c", "exec >/dev/null 2>&1; sleep 1"}),
+      kIsolated, /*timeout_s=*/60);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
+// A rank the job does not have would show nothing: an error before anything starts.
+TEST(Launch, OnlyRankMustBeARankOfTheJob) {
+  auto result = run_command(
+      launch({"--num_processes", "2", "--only_rank", "5", "/bin/sh", "-c", "echo started"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("accel: error: --only_rank 5 is not a rank of this job (ranks 0 to 1)"),
+            std::string::npos)
+      << result.err;
+  result = run_command(
+      launch({"--num_processes", "2", "--only_rank", "1", "/bin/sh", "-c", "echo rank $RANK"}),
+      kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "[rank1] rank 1\n");
+}
+
 // Holds a port on 127.0.0.1 for the test's duration.
 struct BusyPort {
   BusyPort() {
@@ -279,6 +342,25 @@ TEST(Launch, ABusyPortIsAnErrorAcrossMachines) {
                   kIsolated);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("choose another --main_process_port"), std::string::npos) << result.err;
+}
+
+// Machine 0 hosts the rendezvous, so --main_process_ip must be one of its addresses: another
+// is named as such (it was told to choose another port).
+TEST(Launch, AMainAddressOfAnotherMachineIsNamedOnMachine0) {
+  std::ifstream nonlocal("/proc/sys/net/ipv4/ip_nonlocal_bind");
+  if (int allowed = 0; nonlocal >> allowed && allowed != 0) {
+    GTEST_SKIP() << "net.ipv4.ip_nonlocal_bind is on: any address binds here";
+  }
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): documentation only, no machine's address.
+  const auto result =
+      run_command(launch({"--num_processes", "2", "--num_machines", "2", "--machine_rank", "0",
+                          "--main_process_ip", "192.0.2.1", "--rdzv_timeout", "5", "true"}),
+                  kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--main_process_ip 192.0.2.1 is not an address of this machine"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("choose another --main_process_port"), std::string::npos) << result.err;
 }
 
 TEST(Launch, AMissingMachineTimesOutNamingTheRanks) {

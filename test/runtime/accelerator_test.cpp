@@ -346,4 +346,59 @@ TEST(Accelerator, ATransposedParameterGetsTheAverageThroughGloo) {
   expect_averages_with_a_transposed_parameter(false);
 }
 
+// ACCELERATE_TIMEOUT has --rdzv_timeout's range, 1 ms to 7 days: -3 was accepted, 1e308
+// overflowed and 1e-9 became no time at all.
+TEST(Accelerator, TheTimeoutFromTheEnvironmentIsBounded) {
+  setenv("ACCELERATE_TIMEOUT", "2.5", 1);
+  EXPECT_EQ(accelerate::Accelerator().options().timeout, std::chrono::milliseconds(2500));
+  setenv("ACCELERATE_TIMEOUT", "604800", 1);
+  EXPECT_EQ(accelerate::Accelerator().options().timeout, std::chrono::hours(24 * 7));
+  setenv("ACCELERATE_TIMEOUT", "0.001", 1);
+  EXPECT_EQ(accelerate::Accelerator().options().timeout, std::chrono::milliseconds(1));
+  for (const char *bad : {"-3", "0", "1e-9", "1e308", "604801", "nan", "inf", "5s"}) {
+    setenv("ACCELERATE_TIMEOUT", bad, 1);
+    try {
+      accelerate::Accelerator accelerator;
+      ADD_FAILURE() << "ACCELERATE_TIMEOUT='" << bad << "' was accepted";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_EQ(std::string(error.what()),
+                std::string("accelerate: ACCELERATE_TIMEOUT='") + bad +
+                    "' is not a number of seconds from 0.001 to 604800 (7 days)");
+    }
+  }
+  unsetenv("ACCELERATE_TIMEOUT");
+  EXPECT_EQ(accelerate::Accelerator().options().timeout, std::chrono::minutes(30));
+}
+
+// The yes/no switches read as Accelerate's str_to_bool does, and anything else is refused
+// naming the variable (ACCELERATE_SHARED_MEMORY=perhaps and ACCELERATE_USE_CPU=maybe were read
+// as no).
+TEST(Accelerator, YesNoSwitchesFromTheEnvironmentRefuseOtherWords) {
+  setenv("ACCELERATE_USE_CPU", "On", 1);
+  setenv("ACCELERATE_SHARED_MEMORY", "0", 1);
+  setenv("ACCELERATE_MALLOC_TUNING", "no", 1);
+  {
+    accelerate::Accelerator accelerator;
+    EXPECT_EQ(accelerator.options().cpu, true);
+    EXPECT_EQ(accelerator.options().shared_memory, false);
+    EXPECT_EQ(accelerator.options().tune_malloc, false);
+  }
+  for (const char *name :
+       {"ACCELERATE_USE_CPU", "ACCELERATE_SHARED_MEMORY", "ACCELERATE_MALLOC_TUNING"}) {
+    setenv(name, "perhaps", 1);
+    try {
+      accelerate::Accelerator accelerator;
+      ADD_FAILURE() << name << "=perhaps was accepted";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_EQ(std::string(error.what()),
+                std::string("accelerate: ") + name +
+                    "='perhaps' is neither yes nor no (true, 1, yes, on or false, 0, no, off)");
+    }
+    setenv(name, "false", 1);
+  }
+  unsetenv("ACCELERATE_USE_CPU");
+  unsetenv("ACCELERATE_SHARED_MEMORY");
+  unsetenv("ACCELERATE_MALLOC_TUNING");
+}
+
 } // namespace

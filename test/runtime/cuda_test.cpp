@@ -94,6 +94,35 @@ TEST(Cuda, Fp16TrainsWithLossScalingAndCheckpointsTheGpuGenerator) {
   std::filesystem::remove_all(dir);
 }
 
+// bf16 on the GPU: the forward pass in bfloat16 under autocast, parameters and gradients fp32,
+// no loss scaling (bf16 has fp32's range), and training moves the parameters.
+TEST(Cuda, Bf16AutocastTrainsWithoutLossScaling) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  accelerate::Options options;
+  options.mixed_precision = "bf16";
+  accelerate::Accelerator accelerator(options);
+  torch::manual_seed(0);
+  torch::nn::Linear model(16, 4);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  const auto before = model->weight.detach().clone();
+  const auto x = torch::randn({8, 16}, accelerator.device());
+  const auto y = torch::randn({8, 4}, accelerator.device());
+  {
+    auto autocast = accelerator.autocast();
+    auto out = model->forward(x);
+    EXPECT_EQ(out.device(), accelerator.device());
+    EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+    accelerator.backward(torch::mse_loss(out.to(torch::kFloat32), y));
+  }
+  EXPECT_EQ(model->weight.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(model->weight.grad().scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(accelerator.step(optimizer));
+  EXPECT_FALSE(torch::equal(before, model->weight.detach()));
+  // Outside the guard the forward pass is fp32 again.
+  EXPECT_EQ(model->forward(x).scalar_type(), torch::kFloat32);
+}
+
 TEST(Cuda, CpuOptionKeepsTheCpu) {
   ACCEL_SKIP_WITHOUT_CUDA(1);
   accelerate::Options options;
@@ -149,6 +178,41 @@ TEST(Cuda, TwoProcessesUseTheirLocalGpuAndAllReduceOverNccl) {
     optimizer.zero_grad();
     accelerator.backward(model->forward(input).sum());
     // d(sum(w.x + b))/dw = sum of the rows: 2 * (rank + 1) per element; average over ranks 3.
+    EXPECT_TRUE(torch::allclose(model->weight.grad().cpu(), torch::full({1, 4}, 3.0f)))
+        << model->weight.grad().cpu();
+    accelerator.wait_for_everyone();
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
+// Gloo with CUDA tensors: two processes that may share one GPU (NCCL refuses two ranks on one
+// device; Gloo copies through the host). Collectives and gradient averaging as over NCCL.
+TEST(Cuda, TwoProcessesOverGlooSumCudaTensors) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    accelerate::Options options;
+    options.backend = "gloo";
+    accelerate::Accelerator accelerator(options);
+    ASSERT_TRUE(accelerator.device().is_cuda());
+    const auto on_gpu = torch::TensorOptions().device(accelerator.device());
+
+    auto sum =
+        accelerator.reduce(torch::full({16}, static_cast<float>(peer.rank + 1), on_gpu), "sum");
+    EXPECT_EQ(sum.device(), accelerator.device());
+    EXPECT_TRUE(torch::all(sum.cpu() == 3.0f).item<bool>()) << sum.cpu();
+    auto gathered = accelerator.gather(torch::full({2}, static_cast<float>(peer.rank), on_gpu));
+    EXPECT_TRUE(torch::equal(gathered.cpu(), torch::tensor({0.0f, 0.0f, 1.0f, 1.0f})))
+        << gathered.cpu();
+
+    torch::manual_seed(100 + peer.rank);
+    torch::nn::Linear model(4, 1);
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    accelerator.prepare(model, optimizer);
+    auto input = torch::full({2, 4}, static_cast<float>(peer.rank + 1), on_gpu);
+    optimizer.zero_grad();
+    accelerator.backward(model->forward(input).sum());
+    EXPECT_EQ(model->weight.grad().device(), accelerator.device());
+    // As in the NCCL test: per-rank gradient 2 * (rank + 1), averaged over ranks 3.
     EXPECT_TRUE(torch::allclose(model->weight.grad().cpu(), torch::full({1, 4}, 3.0f)))
         << model->weight.grad().cpu();
     accelerator.wait_for_everyone();
