@@ -156,13 +156,14 @@ std::string describe(HugePageHeap heap) {
   return "unknown";
 }
 
-std::string describe(HostAllocatorTuning tuning) {
+std::string describe(HostAllocatorTuning tuning, std::string_view switch_variable) {
+  const std::string variable(switch_variable);
   switch (tuning) {
   case HostAllocatorTuning::Tuned:
     return "on: blocks up to 32 MiB come from malloc's heap, which keeps up to 1 GiB of freed "
-           "memory (ACCELERATE_MALLOC_TUNING=false turns it off)";
+           "memory (" + variable + "=false turns it off)";
   case HostAllocatorTuning::TurnedOff:
-    return "off (ACCELERATE_MALLOC_TUNING turns it off)";
+    return "off (" + variable + " turns it off)";
   case HostAllocatorTuning::UserSettings:
     return "left to the environment (GLIBC_TUNABLES or MALLOC_*_ set malloc's thresholds)";
   case HostAllocatorTuning::OtherAllocator:

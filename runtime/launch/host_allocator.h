@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace accelerate::launch {
 
@@ -31,8 +32,10 @@ HostAllocatorTuning plan_host_allocator_tuning(bool wanted);
 /// Tunes this process's malloc, once, as planned; a later call returns Tuned once it has been.
 HostAllocatorTuning tune_host_allocator(bool wanted);
 
-/// One line for `accel env`.
-std::string describe(HostAllocatorTuning tuning);
+/// What a tuning decision means, in one line (`accel env`, `accel-rewrite -v`); switch_variable
+/// names the variable that turns the tuning off for that program.
+std::string describe(HostAllocatorTuning tuning,
+                     std::string_view switch_variable = "ACCELERATE_MALLOC_TUNING");
 
 enum class HugePageHeap {
   Advised,     ///< the heap was grown by the reservation, advised for huge pages
