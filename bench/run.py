@@ -153,7 +153,9 @@ def run_python_job(python, args, processes, threads, timeout):
     return json_line(done.stdout, "py_train.py")
 
 
-def machine():
+def machine_info():
+    """The machine, the software and the checkout a measurement ran on (every bench script's
+    JSON carries it)."""
     cpu = platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
@@ -161,17 +163,20 @@ def machine():
     except (OSError, StopIteration):
         pass
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    git = lambda *a: subprocess.run(["git", "-C", ROOT, *a], capture_output=True,
+                                    text=True).stdout.strip()
+    dirty = git("status", "--porcelain", "runtime")
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory, 1),
+            "os": platform.platform(), "python": platform.python_version(),
+            "commit": git("rev-parse", "--short", "HEAD") + (" (runtime/ modified)" if dirty else ""),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def machine():
+    """machine_info() with the versions of torch and Accelerate the Python side ran."""
     import torch
     import accelerate
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "runtime"],
-                           capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory, 1),
-            "os": platform.platform(), "torch": torch.__version__,
-            "accelerate": accelerate.__version__, "python": platform.python_version(),
-            "commit": commit + (" (runtime/ modified)" if dirty else ""),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {**machine_info(), "torch": torch.__version__, "accelerate": accelerate.__version__}
 
 
 def main():

@@ -18,10 +18,8 @@ of configurations and of modes rotates from one repetition to the next); medians
 Needs build-bench/accel_bench (bench/run.sh builds it). Standard library only.
 """
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -87,23 +85,6 @@ def accel_launch(accel, binary, job, timeout, extra_env=None):
     return run.json_line(done.stdout, "accel launch accel_bench " + " ".join(job))
 
 
-def machine_info():
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    git = lambda *a: subprocess.run(["git", "-C", ROOT, *a], capture_output=True,
-                                    text=True).stdout.strip()
-    dirty = git("status", "--porcelain", "runtime")
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory, 1),
-            "os": platform.platform(), "python": platform.python_version(),
-            "commit": git("rev-parse", "--short", "HEAD") + (" (runtime/ modified)" if dirty else ""),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,7 +131,7 @@ def main():
             sys.exit(f"scaling.py: no step count for model {config[0]}, batch {config[1]}")
     timeout = 300
     started = time.time()
-    info = machine_info()
+    info = run.machine_info()
     print(f"# {info['date']}  {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB; "
           f"commit {info['commit']}; launcher {args.launcher}", flush=True)
 
