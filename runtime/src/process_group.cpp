@@ -112,32 +112,86 @@ bool store_has(c10d::Store &store, const std::vector<std::string> &keys, const P
   }
 }
 
+// Waits until the store holds every key of `keys` (one per rank in `ranks`); past the timeout,
+// the ranks whose key is missing, by number ("1, 3"). Polled rather than store.wait(): after a
+// timed-out wait the client connection is unusable, and we still need it to find out who is
+// missing.
+std::string ranks_missing_after(c10d::Store &store, const ProcessInfo &info,
+                                std::chrono::milliseconds timeout,
+                                const std::vector<std::string> &keys,
+                                const std::vector<int> &ranks) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!store_has(store, keys, info)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string missing;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (!store_has(store, {keys[i]}, info)) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(ranks[i]);
+        }
+      }
+      return missing;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
 // Every rank checks in as `stage` ("arrived", "joined") and waits for the others, so a missing
 // peer is reported by name.
 void wait_for_all_ranks(c10d::Store &store, const ProcessInfo &info,
                         std::chrono::milliseconds timeout, const std::string &stage) {
   store.set("accel/" + stage + "/" + std::to_string(info.rank), std::vector<uint8_t>{1});
+  test_fault_point(stage);
   std::vector<std::string> keys;
+  std::vector<int> ranks;
   for (int rank = 0; rank < info.world_size; ++rank) {
     keys.push_back("accel/" + stage + "/" + std::to_string(rank));
+    ranks.push_back(rank);
   }
-  // Polled rather than store.wait(): after a timed-out wait the client connection is unusable,
-  // and we still need it to find out who is missing.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!store_has(store, keys, info)) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      std::string missing;
-      for (int rank = 0; rank < info.world_size; ++rank) {
-        if (!store_has(store, {keys[rank]}, info)) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
-        }
-      }
-      throw std::runtime_error(
-          "accelerate: rendezvous at " + address_of(info) + " timed out after " +
-          seconds_text(timeout) + " on rank " + std::to_string(info.rank) + " of " +
-          std::to_string(info.world_size) + "; never arrived: rank(s) " + missing);
+  const auto missing = ranks_missing_after(store, info, timeout, keys, ranks);
+  if (!missing.empty()) {
+    throw std::runtime_error("accelerate: rendezvous at " + address_of(info) + " timed out after " +
+                             seconds_text(timeout) + " on rank " + std::to_string(info.rank) +
+                             " of " + std::to_string(info.world_size) +
+                             "; never arrived: rank(s) " + missing);
+  }
+}
+
+// The rendezvous' last step. Rank 0 hosts the store, which ends with rank 0's process, so rank 0
+// may not leave as soon as it has seen every rank joined: a slower rank may not have seen that
+// yet, and its next look would find the store gone ("lost the rendezvous store"). So every
+// other rank, once it has seen all, confirms so (its last use of the store in the rendezvous,
+// a round trip: it knows the store counted it), and rank 0 leaves only when every rank has
+// confirmed.
+void leave_rendezvous(c10d::Store &store, const ProcessInfo &info,
+                      std::chrono::milliseconds timeout) {
+  const std::string prefix = "accel/left/";
+  if (info.rank != 0) {
+    try {
+      store.add(prefix + std::to_string(info.rank), 1);
+    } catch (const std::exception &error) {
+      throw std::runtime_error("accelerate: rank " + std::to_string(info.rank) +
+                               " lost the rendezvous store at " + address_of(info) +
+                               " (rank 0 exited or failed): " + message_of(error));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return;
+  }
+  std::vector<std::string> keys;
+  std::vector<int> ranks;
+  for (int rank = 1; rank < info.world_size; ++rank) {
+    keys.push_back(prefix + std::to_string(rank));
+    ranks.push_back(rank);
+  }
+  if (keys.empty()) {
+    return;
+  }
+  const auto missing = ranks_missing_after(store, info, timeout, keys, ranks);
+  if (!missing.empty()) {
+    throw std::runtime_error(
+        "accelerate: rendezvous at " + address_of(info) + " timed out after " +
+        seconds_text(timeout) + " on rank 0 of " + std::to_string(info.world_size) + ": rank(s) " +
+        missing +
+        " joined but never confirmed they were done with the store (they exited or hang)");
   }
 }
 
@@ -249,7 +303,10 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
   group->shared_memory_unused_ = verdict.why_not;
   // Rank 0 hosts the store: no rank leaves before every rank is done reading from it, so that
   // a rank 0 that ends (or fails) right after cannot cut a slower rank off mid-rendezvous.
+  // Seeing every rank joined is not enough for rank 0 (a slower rank may still be looking for
+  // the others' keys): it leaves only when every rank has confirmed that it saw them all.
   wait_for_all_ranks(*store, info, options.timeout, "joined");
+  leave_rendezvous(*store, info, options.timeout);
   if (logs_info()) {
     // What `accel launch -v` shows: the transport is recorded by the program, never assumed.
     std::fprintf(stderr, "accelerate: rank %d of %d: gradients are summed through %s\n", info.rank,

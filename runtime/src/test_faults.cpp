@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace accelerate::detail {
 namespace {
@@ -39,11 +41,12 @@ const PlannedFault *planned_fault() {
       }
     }
     const bool known_action = fault->action == "kill" || fault->action == "segv" ||
-                              fault->action == "exit" || fault->action == "hang";
+                              fault->action == "exit" || fault->action == "hang" ||
+                              fault->action == "stall";
     if (!known_action || fault->occurrence < 1 || fault->rank.empty()) {
       std::fprintf(stderr,
                    "accelerate: ACCELERATE_TEST_FAULT='%s' is not POINT[@N]:RANK:ACTION "
-                   "(ACTION kill, segv, exit or hang)\n",
+                   "(ACTION kill, segv, exit, hang or stall)\n",
                    text);
       std::_Exit(2);
     }
@@ -80,9 +83,14 @@ void test_fault_point(std::string_view point) {
     }
   }
   static std::atomic<long> reached{0};
-  if (++reached == fault->occurrence) {
-    fail_now(fault->action);
+  if (++reached != fault->occurrence) {
+    return;
   }
+  if (fault->action == "stall") {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    return;
+  }
+  fail_now(fault->action);
 }
 
 } // namespace accelerate::detail

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -152,6 +153,58 @@ TEST(ProcessGroup, AnUnreachableStoreIsNamed) {
       },
       options);
   EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Rank 0 hosts the store, and its process takes it along when it ends. Rank 1 stalls right after
+// checking in at the rendezvous' last stage (ACCELERATE_TEST_FAULT, runtime/src/test_faults.h),
+// so rank 0 sees every rank joined long before rank 1 does; rank 0 then returns and its process
+// ends at once. Rank 1 must still finish its rendezvous: rank 0 may leave only once every rank
+// confirmed it was done with the store. (Before, rank 1's next look found the store gone: "lost
+// the rendezvous store", intermittently under load, every time with the stall.)
+TEST(ProcessGroup, RankZeroLeavesTheRendezvousOnlyWhenEveryRankIsDoneWithTheStore) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    setenv("ACCELERATE_TEST_FAULT", "joined:1:stall", 1);
+    auto group = ProcessGroup::connect(accelerate::detect_process_info(), c10::DeviceType::CPU,
+                                       with_timeout(30s));
+    EXPECT_EQ(group->rank(), peer.rank);
+    // Rank 0's process ends here, with the store.
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// A rank that joins but never confirms it is done with the store holds rank 0 in the rendezvous
+// only until the timeout, and is named.
+TEST(ProcessGroup, ARankThatNeverConfirmsItIsDoneWithTheStoreIsNamed) {
+  accel_test::RunOptions options;
+  options.timeout = 10s; // rank 1 hangs until the harness stops it
+  auto results = accel_test::run_in_processes(
+      2,
+      [](const accel_test::Peer &peer) {
+        setenv("ACCELERATE_TEST_FAULT", "joined:1:hang", 1);
+        try {
+          ProcessGroup::connect(accelerate::detect_process_info(), c10::DeviceType::CPU,
+                                with_timeout(3s));
+          ADD_FAILURE() << "rank 0 must not leave while rank 1 has not confirmed";
+        } catch (const std::runtime_error &error) {
+          const std::string message = error.what();
+          EXPECT_EQ(peer.rank, 0) << message;
+          EXPECT_NE(message.find("rendezvous at 127.0.0.1:" + std::to_string(peer.port) +
+                                 " timed out after 3.0 s on rank 0 of 2: rank(s) 1 joined but "
+                                 "never confirmed they were done with the store"),
+                    std::string::npos)
+              << message;
+        }
+      },
+      options);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto &result : results) {
+    if (result.exit.rank == 0) {
+      EXPECT_TRUE(result.exit.succeeded()) << result.exit.describe() << "\n" << result.output;
+    } else {
+      EXPECT_TRUE(result.exit.stopped_by_group)
+          << "rank 1 hangs at the fault until it is stopped: " << result.exit.describe();
+    }
+  }
 }
 
 TEST(ProcessGroup, UnknownOrMissingBackendsAreRefused) {
