@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/TrainingPlan.h"
 
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
 
 namespace accel::rewrites {
@@ -37,36 +38,41 @@ AnalysisContext &AnalysisContext::OneUnit::analysesFor(clang::ASTContext &Ctx) {
   return *Current;
 }
 
-const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
-  if (!Parameters) {
-    if (ComputingParameters) {
-      llvm::report_fatal_error("accel-rewrite: the accelerator-parameter analysis needs itself");
+namespace {
+/// Computes an analysis on first use. One that needs itself while it is being computed is a
+/// bug, reported as such rather than a stack overflow.
+template <typename Result, typename Compute>
+const Result &once(std::unique_ptr<Result> &Slot, bool &Computing, const char *What,
+                   Compute &&Make) {
+  if (!Slot) {
+    if (Computing) {
+      llvm::report_fatal_error(llvm::Twine("accel-rewrite: ") + What + " need themselves");
     }
-    ComputingParameters = true;
-    Parameters = analyzeAcceleratorParameters(Ctx);
-    ComputingParameters = false;
+    Computing = true;
+    Slot = Make();
+    Computing = false;
   }
-  return *Parameters;
+  return *Slot;
+}
+} // namespace
+
+const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
+  return once(Parameters, ComputingParameters, "the accelerator-parameter analyses",
+              [&] { return analyzeAcceleratorParameters(Ctx); });
 }
 
 const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {
-  auto &Entry = Setups[Function];
-  if (!Entry) {
-    Entry = std::make_unique<SetupInfo>(analyzeSetup(Function, Ctx));
+  if (auto Found = Setups.find(Function); Found != Setups.end()) {
+    return *Found->second;
   }
-  return *Entry;
+  // Computed before the entry exists: the map may grow meanwhile.
+  auto Computed = std::make_unique<SetupInfo>(analyzeSetup(Function, Ctx));
+  return *(Setups[Function] = std::move(Computed));
 }
 
 const TrainingPlans &AnalysisContext::trainingPlans() {
-  if (!Plans) {
-    if (ComputingPlans) {
-      llvm::report_fatal_error("accel-rewrite: the training-loop plans need themselves");
-    }
-    ComputingPlans = true;
-    Plans = planTrainingLoops(Ctx);
-    ComputingPlans = false;
-  }
-  return *Plans;
+  return once(Plans, ComputingPlans, "the training-loop plans",
+              [&] { return planTrainingLoops(Ctx); });
 }
 
 } // namespace accel::rewrites

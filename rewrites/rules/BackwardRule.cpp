@@ -111,11 +111,7 @@ AST_MATCHER(CallExpr, beforePrepare) { return runsBeforePrepare(&Node, Finder->g
 } // namespace
 
 Rule makeBackwardRule() {
-  auto Backward =
-      callExpr(inUserCode(),
-               anyOf(cxxMemberCallExpr(callsMethod("at::Tensor", "backward")),
-                     callExpr(callee(functionDecl(hasName("::torch::autograd::backward"))))))
-          .bind("call");
+  auto Backward = callExpr(inUserCode(), backwardCall()).bind("call");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     std::optional<std::string> Text = replacement(Match);
     if (!Text) {

@@ -23,11 +23,7 @@ using namespace clang::transformer;
 namespace accel::rewrites {
 
 Rule makeTrainingLoopRule() {
-  auto Backward =
-      callExpr(inUserCode(),
-               anyOf(cxxMemberCallExpr(callsMethod("at::Tensor", "backward")),
-                     callExpr(callee(functionDecl(hasName("::torch::autograd::backward"))))))
-          .bind("call");
+  auto Backward = callExpr(inUserCode(), backwardCall()).bind("call");
   auto Verdict = dynamicFinding("call", [](const MatchResult &Match) {
     Finding Result;
     const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");

@@ -18,6 +18,12 @@ bool isMethodCall(const Stmt *S, llvm::StringRef QualifiedClass, llvm::StringRef
          qualifiedName(Callee->getParent()) == QualifiedClass;
 }
 
+clang::ast_matchers::StatementMatcher backwardCall() {
+  using namespace clang::ast_matchers;
+  return callExpr(anyOf(cxxMemberCallExpr(callsMethod("at::Tensor", "backward")),
+                        callExpr(callee(functionDecl(hasName("::torch::autograd::backward"))))));
+}
+
 bool isBackwardCall(const Stmt *S) {
   if (isa_and_nonnull<CXXMemberCallExpr>(S)) {
     return isMethodCall(S, "at::Tensor", "backward");

@@ -27,6 +27,8 @@ AST_MATCHER_P2(clang::CXXMemberCallExpr, callsMethod, std::string, QualifiedClas
 
 /// t.backward(...) on an at::Tensor, or torch::autograd::backward(...).
 bool isBackwardCall(const clang::Stmt *S);
+/// The same as a matcher.
+clang::ast_matchers::StatementMatcher backwardCall();
 /// Whether S or a statement below it (lambda bodies included) is a backward call.
 bool containsBackward(const clang::Stmt *S);
 

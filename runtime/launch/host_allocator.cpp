@@ -161,7 +161,8 @@ std::string describe(HostAllocatorTuning tuning, std::string_view switch_variabl
   switch (tuning) {
   case HostAllocatorTuning::Tuned:
     return "on: blocks up to 32 MiB come from malloc's heap, which keeps up to 1 GiB of freed "
-           "memory (" + variable + "=false turns it off)";
+           "memory (" +
+           variable + "=false turns it off)";
   case HostAllocatorTuning::TurnedOff:
     return "off (" + variable + " turns it off)";
   case HostAllocatorTuning::UserSettings:

@@ -80,7 +80,7 @@ private:
   WorkerOutputOptions options_;
   std::vector<Stream> streams_[2]; ///< per stream, per worker
   std::vector<std::deque<std::string>> tails_;
-  std::vector<int> logs_; ///< one file descriptor per rank, with a log directory
+  std::vector<int> logs_;            ///< one file descriptor per rank, with a log directory
   std::string console_out_[2];       ///< gathered for stdout and stderr, not written yet
   std::vector<std::string> log_out_; ///< gathered for each log, not written yet
   /// Per console stream: the local worker whose unfinished line the console shows, or -1.

@@ -142,8 +142,7 @@ void one_step() {
             std::string::npos)
       << Vector->Problem;
   EXPECT_EQ(Step->Kind, LoopPlan::StraightLine);
-  EXPECT_NE(Step->Problem.find("a training step outside any loop in 'one_step'"),
-            std::string::npos)
+  EXPECT_NE(Step->Problem.find("a training step outside any loop in 'one_step'"), std::string::npos)
       << Step->Problem;
 }
 
