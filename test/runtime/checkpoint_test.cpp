@@ -75,12 +75,29 @@ void train_one_step(accelerate::Accelerator &accelerator, Net &model,
   accelerator.zero_grad(optimizer);
 }
 
-TEST(Checkpoint, LoadRestoresTheModelAndOptimizerInPlace) {
-  const auto dir = make_temp_dir("checkpoint-roundtrip");
+// A Net prepared by an accelerator of its own, without an optimizer.
+struct PreparedNet {
   accelerate::Accelerator accelerator;
   Net model;
-  torch::optim::Adam optimizer(model->parameters(), 0.01);
-  accelerator.prepare(model, optimizer);
+  PreparedNet() { accelerator.prepare(model); }
+};
+
+// A Net and an Optimizer over its parameters, made with `options`, prepared together by an
+// accelerator of their own. Use it as `auto &[accelerator, model, optimizer] = prepared;`.
+template <typename Optimizer> struct PreparedWith {
+  accelerate::Accelerator accelerator;
+  Net model;
+  Optimizer optimizer;
+  template <typename Options>
+  explicit PreparedWith(const Options &options) : optimizer(model->parameters(), options) {
+    accelerator.prepare(model, optimizer);
+  }
+};
+
+TEST(Checkpoint, LoadRestoresTheModelAndOptimizerInPlace) {
+  const auto dir = make_temp_dir("checkpoint-roundtrip");
+  PreparedWith<torch::optim::Adam> prepared(0.01);
+  auto &[accelerator, model, optimizer] = prepared;
   train_one_step(accelerator, model, optimizer);
   accelerator.save_state(dir + "/state");
   const auto saved = state_of(model);
@@ -100,10 +117,8 @@ TEST(Checkpoint, LoadRestoresTheModelAndOptimizerInPlace) {
 
 TEST(Checkpoint, SavingAgainToOneDirectoryReplacesItWholeAndLeavesNoStaging) {
   const auto dir = make_temp_dir("checkpoint-replace");
-  accelerate::Accelerator accelerator;
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  accelerator.prepare(model, optimizer);
+  PreparedWith<torch::optim::SGD> prepared(0.1);
+  auto &[accelerator, model, optimizer] = prepared;
   accelerator.save_state(dir + "/state");
   train_one_step(accelerator, model, optimizer);
   accelerator.save_state(dir + "/state");
@@ -148,9 +163,8 @@ TEST(Checkpoint, NothingToLoadNamesWhereItLooked) {
 
 TEST(Checkpoint, IncompleteOrDamagedCheckpointIsRefused) {
   const auto dir = make_temp_dir("checkpoint-incomplete");
-  accelerate::Accelerator accelerator;
-  Net model;
-  accelerator.prepare(model);
+  PreparedNet prepared;
+  auto &accelerator = prepared.accelerator;
   accelerator.save_state(dir + "/state");
   const auto manifest = dir + "/state/checkpoint.json";
   std::ofstream(manifest, std::ios::trunc) << "{\"format\": ";
@@ -162,16 +176,9 @@ TEST(Checkpoint, IncompleteOrDamagedCheckpointIsRefused) {
 
 TEST(Checkpoint, OtherPreparedObjectsAreRefused) {
   const auto dir = make_temp_dir("checkpoint-objects");
-  {
-    accelerate::Accelerator accelerator;
-    Net model;
-    torch::optim::SGD optimizer(model->parameters(), 0.1);
-    accelerator.prepare(model, optimizer);
-    accelerator.save_state(dir + "/state");
-  }
-  accelerate::Accelerator accelerator;
-  Net model;
-  accelerator.prepare(model);
+  PreparedWith<torch::optim::SGD>(0.1).accelerator.save_state(dir + "/state");
+  PreparedNet prepared;
+  auto &accelerator = prepared.accelerator;
   EXPECT_TRUE(
       load_refused(accelerator, dir + "/state", "holds 1 optimizers but this program prepared 0"));
   fs::remove_all(dir);
@@ -194,12 +201,7 @@ TEST(Checkpoint, AModelOfAnotherShapeIsRefusedNamingTheParameter) {
 
 TEST(Checkpoint, ARefusedCheckpointChangesNothing) {
   const auto dir = make_temp_dir("checkpoint-unchanged");
-  {
-    accelerate::Accelerator accelerator;
-    Net model;
-    accelerator.prepare(model);
-    accelerator.save_state(dir + "/state");
-  }
+  PreparedNet().accelerator.save_state(dir + "/state");
   // Same first layer, another second one: the first must not be half-loaded.
   struct OtherImpl : torch::nn::Module {
     torch::nn::Linear first = register_module("first", torch::nn::Linear(8, 16));
@@ -218,10 +220,8 @@ TEST(Checkpoint, ARefusedCheckpointChangesNothing) {
 // it, which used to happen after the model's tensors were overwritten.
 TEST(Checkpoint, AnOptimizerFileOfAnotherKindIsRefusedAndChangesNothing) {
   const auto dir = make_temp_dir("checkpoint-optimizer-file");
-  accelerate::Accelerator accelerator;
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  accelerator.prepare(model, optimizer);
+  PreparedWith<torch::optim::SGD> prepared(torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto &[accelerator, model, optimizer] = prepared;
   train_one_step(accelerator, model, optimizer);
   accelerator.save_state(dir + "/state");
   fs::copy_file(dir + "/state/model_0.pt", dir + "/state/optimizer_0.pt",
@@ -244,9 +244,8 @@ TEST(Checkpoint, AnOptimizerFileOfAnotherKindIsRefusedAndChangesNothing) {
 // Also found by the fuzzer: get<int>() of 1e300 is undefined behaviour.
 TEST(Checkpoint, AManifestNumberOutOfRangeIsRefused) {
   const auto dir = make_temp_dir("checkpoint-manifest-number");
-  accelerate::Accelerator accelerator;
-  Net model;
-  accelerator.prepare(model);
+  PreparedNet prepared;
+  auto &accelerator = prepared.accelerator;
   accelerator.save_state(dir + "/state");
   std::ofstream(dir + "/state/checkpoint.json")
       << R"({"format": "accelerate-cpp-checkpoint", "version": 1, "world_size": 1e300,)"
@@ -289,18 +288,13 @@ std::string shared_dir() {
 }
 
 TEST(Checkpoint, ACheckpointOfAnotherWorldSizeIsRefusedSayingWhy) {
-  auto results = run_in_processes(2, [](const Peer &) {
-    accelerate::Accelerator accelerator;
-    Net model;
-    accelerator.prepare(model);
-    accelerator.save_state(shared_dir());
-  });
+  auto results =
+      run_in_processes(2, [](const Peer &) { PreparedNet().accelerator.save_state(shared_dir()); });
   ASSERT_TRUE(all_succeeded(results));
   EXPECT_TRUE(fs::exists(shared_dir() + "/process_0.pt"));
   EXPECT_TRUE(fs::exists(shared_dir() + "/process_1.pt"));
-  accelerate::Accelerator accelerator;
-  Net model;
-  accelerator.prepare(model);
+  PreparedNet prepared;
+  auto &accelerator = prepared.accelerator;
   EXPECT_TRUE(
       load_refused(accelerator, shared_dir(), "was saved by 2 processes and this job has 1"));
   fs::remove_all(shared_dir());
@@ -309,10 +303,8 @@ TEST(Checkpoint, ACheckpointOfAnotherWorldSizeIsRefusedSayingWhy) {
 // Issue 29: damaged files are refused by name, before anything changes.
 TEST(Checkpoint, ATruncatedOrEmptyModelFileIsRefusedByNameAndChangesNothing) {
   const auto dir = make_temp_dir("checkpoint-truncated");
-  accelerate::Accelerator accelerator;
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  accelerator.prepare(model, optimizer);
+  PreparedWith<torch::optim::SGD> prepared(0.1);
+  auto &[accelerator, model, optimizer] = prepared;
   accelerator.save_state(dir + "/state");
   const auto model_file = dir + "/state/model_0.pt";
   const auto whole = read_file(model_file);
@@ -339,10 +331,8 @@ TEST(Checkpoint, ATruncatedOrEmptyModelFileIsRefusedByNameAndChangesNothing) {
 
 TEST(Checkpoint, AFlippedBitInTensorDataIsRefusedByNameAndChangesNothing) {
   const auto dir = make_temp_dir("checkpoint-bit-flip");
-  accelerate::Accelerator accelerator;
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  accelerator.prepare(model, optimizer);
+  PreparedWith<torch::optim::SGD> prepared(0.1);
+  auto &[accelerator, model, optimizer] = prepared;
   accelerator.save_state(dir + "/state");
   const auto model_file = dir + "/state/model_0.pt";
   auto bytes = read_file(model_file);
@@ -364,10 +354,8 @@ TEST(Checkpoint, AFlippedBitInTensorDataIsRefusedByNameAndChangesNothing) {
 
 TEST(Checkpoint, ACheckpointWrittenBeforeChecksumsStillLoads) {
   const auto dir = make_temp_dir("checkpoint-version-1");
-  accelerate::Accelerator accelerator;
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  accelerator.prepare(model, optimizer);
+  PreparedWith<torch::optim::SGD> prepared(0.1);
+  auto &[accelerator, model, optimizer] = prepared;
   train_one_step(accelerator, model, optimizer);
   accelerator.save_state(dir + "/state");
   const auto manifest = read_file(dir + "/state/checkpoint.json");
