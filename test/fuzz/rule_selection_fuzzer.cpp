@@ -1,4 +1,4 @@
-// accel-rewrite --rules (rewrites/RuleSelection.cpp). The input's first line is a registry,
+// accel-rewrite --rules (rewrites/engine/RuleSelection.cpp). The input's first line is a registry,
 // rule names separated by commas, a trailing '+' marking a rule that comes only with others'
 // edits (RuleInfo::OnlyWithOtherEdits); the rest is the selection. The seeds use the real
 // rules' names; linking the real registry would mean building every rule. A selection either
