@@ -1,7 +1,7 @@
-// accel-rewrite's compile databases (rewrites/driver/CompileFlags.cpp): the input is a build directory's
-// compile_commands.json, read as `-p DIR` reads it (selectCompilations) and as the language
-// server finds it beside a file (compilationsFor), then asked for every file's command and for
-// one of a file it does not list (which is inferred from its neighbours).
+// accel-rewrite's compile databases (rewrites/driver/CompileFlags.cpp): the input is a build
+// directory's compile_commands.json, read as `-p DIR` reads it (selectCompilations) and as the
+// language server finds it beside a file (compilationsFor), then asked for every file's command and
+// for one of a file it does not list (which is inferred from its neighbours).
 #include "CompileFlags.h"
 #include "scratch_directory.h"
 
