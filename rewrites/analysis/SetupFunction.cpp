@@ -9,6 +9,7 @@
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ParentMapContext.h"
+#include "clang/AST/StmtCXX.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -34,6 +35,27 @@ const Stmt *bodyStatementOf(const DynTypedNode &Node, const CompoundStmt *Body, 
   return nullptr;
 }
 
+/// Where a setup function's statements are: its body, or the block of a `try` that holds the
+/// whole body (`int main() { try { ... } catch (...) { ... } }`, with at most a `return` after
+/// it). Prepare goes there, where the definitions are in scope; the Accelerator stays first in
+/// the body, in scope of the handlers too. A function-try-block has no body block for the
+/// Accelerator: none.
+const CompoundStmt *setupBlock(const FunctionDecl *Function) {
+  const auto *Block = dyn_cast_or_null<CompoundStmt>(Function ? Function->getBody() : nullptr);
+  if (!Block) {
+    return nullptr;
+  }
+  const CXXTryStmt *Whole = nullptr;
+  for (const Stmt *S : Block->body()) {
+    if (const auto *Try = dyn_cast<CXXTryStmt>(S); Try && !Whole) {
+      Whole = Try;
+    } else if (!isa<ReturnStmt>(S) && !isa<NullStmt>(S)) {
+      return Block;
+    }
+  }
+  return Whole ? Whole->getTryBlock() : Block;
+}
+
 /// A statement with a backward call inside a loop: training runs in loops.
 bool trainsInLoop(const Stmt *S, ASTContext &Ctx) {
   bool Found = false;
@@ -48,7 +70,7 @@ bool trainsInLoop(const Stmt *S, ASTContext &Ctx) {
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   SetupInfo Info;
   Info.Function = Function;
-  const auto *Body = dyn_cast_or_null<CompoundStmt>(Function ? Function->getBody() : nullptr);
+  const CompoundStmt *Body = setupBlock(Function);
   if (!Body) {
     Info.Problem = "no function body";
     return Info;
@@ -206,7 +228,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
 
 bool runsBeforePrepare(const Stmt *Call, ASTContext &Ctx) {
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Call), Ctx);
-  const auto *Body = dyn_cast_or_null<CompoundStmt>(Function ? Function->getBody() : nullptr);
+  const CompoundStmt *Body = setupBlock(Function);
   if (!Body) {
     return false;
   }

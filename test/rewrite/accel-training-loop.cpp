@@ -127,6 +127,27 @@ struct Trainer {
   }
 };
 
+// The whole body inside try { } catch: prepare goes into the try block, where the model and
+// optimizer are, and the loop is rewritten whole.
+int guarded() {
+  try {
+    auto model = std::make_shared<Net>();
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    // CHECK-FIXES: torch::optim::SGD optimizer(model->parameters(), 0.1);
+    // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
+    auto loader = torch::data::make_data_loader(make_dataset(), 8);
+    for (auto &batch : *loader) {
+      optimizer.zero_grad();
+      model->forward(batch.data).sum().backward();
+      // CHECK-FIXES: accelerator.backward(model->forward(batch.data).sum());
+      optimizer.step();
+    }
+  } catch (const std::exception &error) {
+    return 1;
+  }
+  return 0;
+}
+
 int main() {
   sound();
   kfold();
@@ -134,4 +155,5 @@ int main() {
   vector_batches();
   straight_line();
   Trainer().train();
+  return guarded();
 }
