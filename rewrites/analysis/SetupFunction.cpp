@@ -65,7 +65,64 @@ bool trainsInLoop(const Stmt *S, ASTContext &Ctx) {
   return Found;
 }
 
+/// A statement that calls a function of this file whose code (or whose callees' code) calls
+/// backward: `train(model, optimizer, loader);` trains as much as the loop it holds.
+bool callsTraining(const Stmt *S, ASTContext &Ctx, int Depth = 0) {
+  if (Depth > 4) {
+    return false;
+  }
+  const SourceManager &SM = Ctx.getSourceManager();
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Call = dyn_cast<CallExpr>(Child);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    const Stmt *Body = Callee ? Callee->getBody() : nullptr;
+    if (Found || !Body || !SM.isWrittenInMainFile(SM.getExpansionLoc(Body->getBeginLoc()))) {
+      return;
+    }
+    Found = containsBackward(Body) || callsTraining(Body, Ctx, Depth + 1);
+  });
+  return Found;
+}
+
+bool trains(const Stmt *S, ASTContext &Ctx) { return containsBackward(S) || callsTraining(S, Ctx); }
+
+/// The innermost block (compound statement) that has S as one of its own statements.
+const CompoundStmt *blockHolding(const Stmt *S, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(*S);
+  return Parents.empty() ? nullptr : Parents[0].get<CompoundStmt>();
+}
+
+size_t positionIn(const CompoundStmt *Block, const Stmt *S) {
+  return llvm::find(Block->body(), S) - Block->body_begin();
+}
+
 } // namespace
+
+const PrepareGroup *SetupInfo::groupOf(const VarDecl *Optimizer) const {
+  for (const PrepareGroup &Group : Groups) {
+    if (llvm::is_contained(Group.Optimizers, Optimizer)) {
+      return &Group;
+    }
+  }
+  return nullptr;
+}
+
+bool SetupInfo::prepares(const VarDecl *Model) const { return llvm::is_contained(models(), Model); }
+
+llvm::SmallVector<const VarDecl *, 2> SetupInfo::models() const {
+  llvm::SmallVector<const VarDecl *, 2> Result;
+  auto Add = [&](const VarDecl *Model) {
+    if (!llvm::is_contained(Result, Model)) {
+      Result.push_back(Model);
+    }
+  };
+  llvm::for_each(PreparedModels, Add);
+  for (const PrepareGroup &Group : Groups) {
+    llvm::for_each(Group.Models, Add);
+  }
+  return Result;
+}
 
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   SetupInfo Info;
@@ -82,29 +139,6 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     }
   };
   std::string FunctionName = Function->getNameAsString();
-  auto Position = [&](const Stmt *S) -> size_t {
-    return llvm::find(Body->body(), S) - Body->body_begin();
-  };
-  const Stmt *Last = nullptr;
-  auto Define = [&](const VarDecl *Var, llvm::SmallVectorImpl<const VarDecl *> &Into,
-                    llvm::StringRef What) {
-    if (llvm::is_contained(Into, Var)) {
-      return;
-    }
-    const Stmt *Top = bodyStatementOf(DynTypedNode::create(*Var), Body, Ctx);
-    if (!Top || !isa<DeclStmt>(Top)) {
-      Problem(Var->getLocation(), (What + " '" + Var->getName() +
-                                   "' is created inside a loop or block of '" + FunctionName +
-                                   "'; create it once before the training loop and call "
-                                   "accelerator.prepare on it there")
-                                      .str());
-      return;
-    }
-    Into.push_back(Var);
-    if (!Last || Position(Top) > Position(Last)) {
-      Last = Top;
-    }
-  };
 
   llvm::SmallVector<const CXXMemberCallExpr *, 1> PrepareCalls;
   llvm::SmallVector<const VarDecl *, 4> Vars;
@@ -129,7 +163,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(spelled(Arg))) {
           if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
               Var && isModelType(Var->getType())) {
-            Info.Models.push_back(Var);
+            Info.PreparedModels.push_back(Var);
           }
         }
       }
@@ -137,12 +171,38 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     return Info;
   }
 
+  // Each optimizer with its models and schedulers, and the statement of its block after which
+  // all of them exist.
+  struct Candidate {
+    const VarDecl *Optimizer;
+    const CompoundStmt *Block;
+    const Stmt *Statement; ///< the optimizer's statement of Block
+    const Stmt *Last;      ///< the last of its definitions among Block's statements
+    llvm::SmallVector<const VarDecl *, 2> Models, Schedulers;
+  };
+  std::vector<Candidate> Candidates;
   for (const VarDecl *Var : Vars) {
     if (!isOptimizerType(Var->getType())) {
       continue;
     }
-    Define(Var, Info.Optimizers, "optimizer");
-    size_t ModelsBefore = Info.Models.size();
+    const auto *Declaration = dyn_cast_or_null<DeclStmt>([&]() -> const Stmt * {
+      auto Parents = Ctx.getParents(*Var);
+      return Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+    }());
+    const CompoundStmt *Block = Declaration ? blockHolding(Declaration, Ctx) : nullptr;
+    if (!Block) {
+      Problem(Var->getLocation(), "optimizer '" + Var->getNameAsString() +
+                                      "' is created in a statement that accelerator.prepare "
+                                      "cannot follow; create it in a statement of its own and "
+                                      "call accelerator.prepare after it, before training");
+      continue;
+    }
+    Candidate Entry{Var, Block, Declaration, Declaration, {}, {}};
+    auto Later = [&](const Stmt *S) {
+      if (positionIn(Block, S) > positionIn(Block, Entry.Last)) {
+        Entry.Last = S;
+      }
+    };
     bool Outside = false;
     auto CollectModels = [&](const Stmt *S) {
       const ValueDecl *Used = nullptr;
@@ -164,10 +224,12 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
                                       ") where both are in scope, before training");
         return;
       }
-      Define(Model, Info.Models, "model");
+      if (!llvm::is_contained(Entry.Models, Model)) {
+        Entry.Models.push_back(Model);
+      }
     };
     forEachStmt(Var->getInit(), CollectModels);
-    if (Info.Models.size() == ModelsBefore && !Outside) {
+    if (Entry.Models.empty() && !Outside) {
       // The parameters were gathered first in a local container (a vector of tensors or of
       // parameter groups): the models are those the statements filling it read.
       llvm::SmallPtrSet<const VarDecl *, 2> Containers;
@@ -179,9 +241,8 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
           }
         }
       });
-      const Stmt *OptimizerStmt = bodyStatementOf(DynTypedNode::create(*Var), Body, Ctx);
-      for (const Stmt *S : Body->body()) {
-        if (S == OptimizerStmt) {
+      for (const Stmt *S : Block->body()) {
+        if (S == Declaration) {
           break;
         }
         bool Fills = false;
@@ -194,34 +255,126 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         }
       }
     }
-    if (Info.Models.size() == ModelsBefore && !Outside) {
+    if (Entry.Models.empty() && !Outside) {
       Problem(Var->getLocation(), "cannot tell which model optimizer '" + Var->getNameAsString() +
                                       "' trains; call accelerator.prepare(model, " +
                                       Var->getNameAsString() + ") after both are created");
     }
+    for (const VarDecl *Model : Entry.Models) {
+      if (const Stmt *Top = bodyStatementOf(DynTypedNode::create(*Model), Block, Ctx)) {
+        Later(Top); // a model of the same block; one of an enclosing block is made earlier
+      }
+    }
+    Candidates.push_back(std::move(Entry));
   }
+  // Schedulers go with the optimizer they name, after it in its block.
   for (const VarDecl *Var : Vars) {
-    if (isSchedulerType(Var->getType())) {
-      Define(Var, Info.Schedulers, "scheduler");
+    if (!isSchedulerType(Var->getType())) {
+      continue;
+    }
+    Candidate *Scheduled = nullptr;
+    forEachStmt(Var->getInit(), [&](const Stmt *S) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(S);
+      for (Candidate &Entry : Candidates) {
+        if (Ref && Ref->getDecl() == Entry.Optimizer && !Scheduled) {
+          Scheduled = &Entry;
+        }
+      }
+    });
+    const Stmt *Top =
+        Scheduled ? bodyStatementOf(DynTypedNode::create(*Var), Scheduled->Block, Ctx) : nullptr;
+    if (!Top || !isa<DeclStmt>(Top)) {
+      Problem(Var->getLocation(),
+              "scheduler '" + Var->getNameAsString() +
+                  "' is not created in the block of the optimizer it schedules; create it "
+                  "right after the optimizer and call accelerator.prepare on both there");
+      continue;
+    }
+    Scheduled->Schedulers.push_back(Var);
+    if (positionIn(Scheduled->Block, Top) > positionIn(Scheduled->Block, Scheduled->Last)) {
+      Scheduled->Last = Top;
     }
   }
-  for (const Stmt *S : Body->body()) {
-    // A backward outside any loop before the optimizer exists is a demonstration (a gradient
-    // check), not training: prepare still goes after the definitions.
-    bool Demonstration = Last && Position(S) < Position(Last) && !trainsInLoop(S, Ctx);
-    if (containsBackward(S) && !Demonstration) {
-      Info.TrainingLoop = S;
-      break;
+
+  // A group per block and training statement: the optimizers that the same statement is the
+  // first to train are prepared together, after the last of their definitions.
+  for (const Candidate &Entry : Candidates) {
+    const CompoundStmt *Block = Entry.Block;
+    const Stmt *Training = nullptr;
+    for (const Stmt *S : Block->body()) {
+      size_t Position = positionIn(Block, S);
+      if (Position <= positionIn(Block, Entry.Statement)) {
+        continue;
+      }
+      if (Position <= positionIn(Block, Entry.Last)) {
+        // Between the optimizer and its scheduler: a training loop here would run before
+        // prepare. A backward outside any loop is a demonstration (a gradient check), not
+        // training.
+        if (trainsInLoop(S, Ctx) || callsTraining(S, Ctx)) {
+          Problem(S->getBeginLoc(),
+                  "the training loop starts before the model, optimizer and scheduler are all "
+                  "created; call accelerator.prepare on them after they are created, before "
+                  "training");
+        }
+        continue;
+      }
+      if (trains(S, Ctx)) {
+        Training = S;
+        break;
+      }
+    }
+    PrepareGroup *Group = nullptr;
+    for (PrepareGroup &Existing : Info.Groups) {
+      if (Existing.Block == Block && Existing.TrainingLoop == Training) {
+        Group = &Existing;
+      }
+    }
+    if (!Group) {
+      Group = &Info.Groups.emplace_back();
+      Group->Block = Block;
+      Group->TrainingLoop = Training;
+      Group->LastDefinition = Entry.Last;
+    }
+    for (const VarDecl *Model : Entry.Models) {
+      if (!llvm::is_contained(Group->Models, Model)) {
+        Group->Models.push_back(Model);
+      }
+    }
+    Group->Optimizers.push_back(Entry.Optimizer);
+    llvm::append_range(Group->Schedulers, Entry.Schedulers);
+    if (positionIn(Block, Entry.Last) > positionIn(Block, Group->LastDefinition)) {
+      Group->LastDefinition = Entry.Last;
     }
   }
-  if (Info.Problem.empty() && Last && Info.TrainingLoop &&
-      Position(Info.TrainingLoop) <= Position(Last)) {
-    Problem(Info.TrainingLoop->getBeginLoc(),
-            "the training loop starts before the model, optimizer and scheduler are all "
-            "created; call accelerator.prepare on them after they are created, before training");
+  llvm::sort(Info.Groups, [&](const PrepareGroup &A, const PrepareGroup &B) {
+    return Ctx.getSourceManager().isBeforeInTranslationUnit(A.LastDefinition->getBeginLoc(),
+                                                            B.LastDefinition->getBeginLoc());
+  });
+  // A loop that trains before the first prepare of its block trains what nothing prepares
+  // yet (a warm-up loop before the optimizer exists).
+  llvm::SmallPtrSet<const CompoundStmt *, 2> Checked;
+  for (const PrepareGroup &Group : Info.Groups) {
+    if (!Checked.insert(Group.Block).second) {
+      continue;
+    }
+    for (const Stmt *S : Group.Block->body()) {
+      if (positionIn(Group.Block, S) >= positionIn(Group.Block, Group.LastDefinition)) {
+        break;
+      }
+      // A loop that prepares what it trains (a k-fold loop before the final fit) is fine.
+      bool PreparesInside = llvm::any_of(Info.Groups, [&](const PrepareGroup &Inner) {
+        return bodyStatementOf(DynTypedNode::create(*Inner.Block), Group.Block, Ctx) == S;
+      });
+      if (!PreparesInside && (trainsInLoop(S, Ctx) || callsTraining(S, Ctx))) {
+        Problem(S->getBeginLoc(),
+                "the training loop starts before the model, optimizer and scheduler are all "
+                "created; call accelerator.prepare on them after they are created, before "
+                "training");
+      }
+    }
   }
-  if (Info.Problem.empty()) {
-    Info.LastDefinition = Last;
+  if (!Info.Problem.empty()) {
+    Info.Groups.clear();
   }
   return Info;
 }
@@ -233,15 +386,28 @@ bool runsBeforePrepare(const Stmt *Call, ASTContext &Ctx) {
     return false;
   }
   const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Function);
-  // Prepare goes after LastDefinition, or is already at PreparedAt.
-  const Stmt *Boundary = Info.PreparedAt ? Info.PreparedAt : Info.LastDefinition;
-  const Stmt *Holder = bodyStatementOf(DynTypedNode::create(*Call), Body, Ctx);
-  if (!Boundary || !Holder) {
-    return false;
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto Before = [&](SourceLocation A, SourceLocation B) {
+    return SM.isBeforeInTranslationUnit(SM.getExpansionLoc(A), SM.getExpansionLoc(B));
+  };
+  if (Info.AlreadyPrepared) {
+    const Stmt *Holder = bodyStatementOf(DynTypedNode::create(*Call), Body, Ctx);
+    return Info.PreparedAt && Holder &&
+           positionIn(Body, Holder) < positionIn(Body, Info.PreparedAt);
   }
-  auto Position = [&](const Stmt *S) { return llvm::find(Body->body(), S) - Body->body_begin(); };
-  return Position(Holder) < Position(Boundary) ||
-         (Holder == Info.LastDefinition && !Info.PreparedAt);
+  // Before prepare: inside a block where a group is prepared, and before every such prepare
+  // (the loop of an earlier group of the same block runs after that group's prepare).
+  bool Enclosed = false;
+  for (const PrepareGroup &Group : Info.Groups) {
+    if (!bodyStatementOf(DynTypedNode::create(*Call), Group.Block, Ctx)) {
+      continue;
+    }
+    Enclosed = true;
+    if (!Before(Call->getBeginLoc(), Group.LastDefinition->getEndLoc())) {
+      return false;
+    }
+  }
+  return Enclosed;
 }
 
 bool isPreparedModel(const VarDecl *Var, ASTContext &Ctx) {
@@ -249,8 +415,7 @@ bool isPreparedModel(const VarDecl *Var, ASTContext &Ctx) {
   if (!Function) {
     return false;
   }
-  const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Function);
-  return (Info.AlreadyPrepared || Info.LastDefinition) && llvm::is_contained(Info.Models, Var);
+  return AnalysisContext::of(Ctx).setup(Function).prepares(Var);
 }
 
 DeclarationMatcher setupFunction() {

@@ -16,20 +16,43 @@
 
 namespace accel::rewrites {
 
-/// What the setup function creates (only direct statements of its body count).
+/// One accelerator.prepare call: the optimizers of one block that the same statement is the
+/// first to train, with their models and schedulers. A function that trains several models
+/// one after the other has a group per model, each prepared before its own loop; a k-fold
+/// loop that creates a model and optimizer per fold has its group in the fold's body, so each
+/// fold prepares its own.
+struct PrepareGroup {
+  /// The block whose statements declare the optimizers: the function's body (or the try
+  /// block that holds it), or a block inside it such as a loop body.
+  const clang::CompoundStmt *Block = nullptr;
+  llvm::SmallVector<const clang::VarDecl *, 2> Models, Optimizers, Schedulers;
+  /// The statement of Block after which prepare goes.
+  const clang::Stmt *LastDefinition = nullptr;
+  /// The first statement of Block after the definitions that trains (a backward call, or a
+  /// call of a function of this file that trains); null when none does.
+  const clang::Stmt *TrainingLoop = nullptr;
+};
+
+/// What the setup function creates and where each prepare goes.
 struct SetupInfo {
   const clang::FunctionDecl *Function = nullptr;
-  llvm::SmallVector<const clang::VarDecl *, 2> Models, Optimizers, Schedulers;
-  /// The body statement after which prepare goes; null when prepare cannot go anywhere.
-  const clang::Stmt *LastDefinition = nullptr;
-  /// The first body statement holding a backward call or a loop over a training loader.
-  const clang::Stmt *TrainingLoop = nullptr;
+  /// In source order; empty when prepare cannot go anywhere (see Problem).
+  llvm::SmallVector<PrepareGroup, 1> Groups;
   bool AlreadyPrepared = false;
+  /// With AlreadyPrepared: the models the program's own prepare calls name.
+  llvm::SmallVector<const clang::VarDecl *, 2> PreparedModels;
   /// The body statement holding the first accelerator.prepare call, when there is one.
   const clang::Stmt *PreparedAt = nullptr;
   /// Why prepare cannot be inserted (empty when it can), with the manual edit.
   std::string Problem;
   clang::SourceLocation ProblemLoc;
+
+  /// The group that prepares Optimizer, or null.
+  const PrepareGroup *groupOf(const clang::VarDecl *Optimizer) const;
+  /// True when Model is prepared here (by a group, or by the program's own prepare).
+  bool prepares(const clang::VarDecl *Model) const;
+  /// Every model prepared here, each once, in source order.
+  llvm::SmallVector<const clang::VarDecl *, 2> models() const;
 };
 SetupInfo analyzeSetup(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
 /// A backward call that runs in the setup function before prepare (a demonstration, such as a

@@ -2,6 +2,7 @@
 #include "analysis/Statistics.h"
 
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/BatchValues.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 
@@ -48,37 +49,6 @@ const VarDecl *assignedVar(const Expr *Target) {
   return Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
 }
 
-/// The increment counts samples: it involves a batch size (size, numel) or a sum over the
-/// batch (Tensor::sum, torch::sum, Reduction::Sum).
-bool countsSamples(const Expr *Increment) {
-  bool Found = false;
-  forEachStmt(Increment, [&](const Stmt *S) {
-    for (llvm::StringRef Method : {"size", "sizes", "numel", "sum"}) {
-      Found = Found || isTensorMethodCall(S, Method);
-    }
-    if (const auto *Call = dyn_cast<CallExpr>(S)) {
-      std::string Name = qualifiedName(Call->getDirectCallee());
-      Found = Found || Name == "at::sum" || Name == "torch::sum";
-    }
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
-      Found =
-          Found || (isa<EnumConstantDecl>(Ref->getDecl()) && Ref->getDecl()->getName() == "Sum");
-    }
-  });
-  return Found;
-}
-
-bool readsItem(const Expr *Increment) {
-  bool Found = false;
-  forEachStmt(Increment, [&](const Stmt *S) { Found = Found || isTensorMethodCall(S, "item"); });
-  return Found;
-}
-
-bool isLiteralOne(const Expr *E) {
-  const auto *Literal = dyn_cast<IntegerLiteral>(E->IgnoreParenImpCasts());
-  return Literal && Literal->getValue() == 1;
-}
-
 bool isConstant(const Expr *E, ASTContext &Ctx) {
   return !E->isValueDependent() && E->isEvaluatable(Ctx);
 }
@@ -89,71 +59,155 @@ bool iteratesShardedLoader(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
   return isShardedLoader(iteratedVar(Loop), Ctx, 0);
 }
 
-std::string combinationOf(const VarDecl *Var, ASTContext &Ctx) {
+namespace {
+
+unsigned offsetIn(const Stmt *S, const SourceManager &SM) {
+  return SM.getFileOffset(SM.getExpansionLoc(S->getBeginLoc()));
+}
+
+/// One statement that writes a running statistic.
+struct Write {
+  enum KindType { Reset, Add, Other } Kind;
+  const Stmt *At;
+  const Expr *Increment; ///< for Add: what is added (null for ++)
+};
+
+/// Every write of Var in Function's body, in source order.
+std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, ASTContext &Ctx) {
+  std::vector<Write> Writes;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S);
+        Compound && assignedVar(Compound->getLHS()) == Var) {
+      Writes.push_back({Compound->getOpcode() == BO_AddAssign ? Write::Add : Write::Other, S,
+                        Compound->getRHS()});
+    } else if (const auto *Unary = dyn_cast<UnaryOperator>(S);
+               Unary && Unary->isIncrementDecrementOp() &&
+               assignedVar(Unary->getSubExpr()) == Var) {
+      Writes.push_back({Unary->isIncrementOp() ? Write::Add : Write::Other, S, nullptr});
+    } else if (const auto *Assign = dyn_cast<BinaryOperator>(S);
+               Assign && Assign->getOpcode() == BO_Assign && assignedVar(Assign->getLHS()) == Var) {
+      // A reset (`running_loss = 0;`) starts the statistic again; anything else is not one.
+      Writes.push_back(
+          {isConstant(Assign->getRHS(), Ctx) ? Write::Reset : Write::Other, S, nullptr});
+    }
+  });
+  return Writes;
+}
+
+/// The loops around S inside its function.
+llvm::SmallVector<const Stmt *, 2> loopsAround(const Stmt *S, ASTContext &Ctx) {
+  llvm::SmallVector<const Stmt *, 2> Loops;
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    const Stmt *Parent = Ancestor.get<Stmt>();
+    if (Parent && (isa<ForStmt>(Parent) || isa<CXXForRangeStmt>(Parent) || isa<WhileStmt>(Parent) ||
+                   isa<DoStmt>(Parent))) {
+      Loops.push_back(Parent);
+    }
+  }
+  return Loops;
+}
+
+} // namespace
+
+StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTContext &Ctx) {
+  StatisticRead Result;
   if (!Var || !Var->isLocalVarDecl() || Var->isStaticLocal() || isa<ParmVarDecl>(Var)) {
-    return "";
+    return Result;
   }
   QualType Type = Var->getType();
   if (Type->isReferenceType() || Type->isBooleanType() ||
       !(Type->isIntegerType() || Type->isRealFloatingType()) || Type.isConstQualified()) {
-    return "";
+    return Result;
   }
   const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-  if (!Function || !Function->getBody()) {
-    return "";
+  if (!Function || !Function->getBody() || Function->isDependentContext()) {
+    return Result; // a template's instantiations tell what its values are
   }
-  bool Updated = false, Samples = false, Means = false, Unknown = false;
-  forEachStmt(Function->getBody(), [&](const Stmt *S) {
-    const Expr *Increment = nullptr;
-    bool Step = false;
-    if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S);
-        Compound && assignedVar(Compound->getLHS()) == Var) {
-      if (Compound->getOpcode() != BO_AddAssign) {
-        Unknown = true;
-        return;
-      }
-      Increment = Compound->getRHS();
-      Step = isLiteralOne(Increment);
-    } else if (const auto *Unary = dyn_cast<UnaryOperator>(S);
-               Unary && Unary->isIncrementDecrementOp() &&
-               assignedVar(Unary->getSubExpr()) == Var) {
-      Step = true;
-    } else if (const auto *Assign = dyn_cast<BinaryOperator>(S);
-               Assign && Assign->getOpcode() == BO_Assign && assignedVar(Assign->getLHS()) == Var) {
-      // A reset (`running_loss = 0;`) keeps it a running statistic; anything else does not.
-      Unknown = Unknown || !isConstant(Assign->getRHS(), Ctx);
-      return;
-    } else {
-      return;
+  const SourceManager &SM = Ctx.getSourceManager();
+  std::vector<Write> Writes = writesOf(Var, Function, Ctx);
+  if (llvm::any_of(Writes, [](const Write &W) { return W.Kind == Write::Other; })) {
+    return Result; // multiplied, subtracted or assigned a computed value: not a running sum
+  }
+  // The writes this read sees: those since the last reset before it (a variable reused by an
+  // evaluation loop after training is two statistics), and those later in a loop around the
+  // read (a progress print before this iteration's update).
+  unsigned ReadAt = offsetIn(Read, SM);
+  unsigned Since = 0;
+  for (const Write &W : Writes) {
+    if (W.Kind == Write::Reset && offsetIn(W.At, SM) < ReadAt) {
+      Since = std::max(Since, offsetIn(W.At, SM));
     }
-    if (!insideShardedLoop(S, Ctx)) {
-      Unknown = true; // also updated outside the training loop: not ours to combine
-      return;
+  }
+  auto Loops = loopsAround(Read, Ctx);
+  auto Sees = [&](const Write &W) {
+    unsigned At = offsetIn(W.At, SM);
+    if (At > Since && At < ReadAt) {
+      return true;
+    }
+    return At > ReadAt && llvm::any_of(Loops, [&](const Stmt *Loop) {
+             return offsetIn(Loop, SM) <= At &&
+                    At <= SM.getFileOffset(SM.getExpansionLoc(Loop->getEndLoc()));
+           });
+  };
+  bool Outside = false, Sums = false, Means = false, Unclear = false, Updated = false;
+  for (const Write &W : Writes) {
+    if (W.Kind != Write::Add || !Sees(W)) {
+      continue;
+    }
+    if (!insideShardedLoop(W.At, Ctx)) {
+      Outside = true; // added up over a loader every process sees whole
+      continue;
     }
     Updated = true;
-    if (Step) {
-      return;
-    }
-    if (countsSamples(Increment) || Type->isIntegerType()) {
-      Samples = true;
-    } else if (readsItem(Increment)) {
+    BatchValue Value = W.Increment ? classifyBatchValue(W.Increment, Ctx) : BatchValue::Constant;
+    switch (Value) {
+    case BatchValue::Constant:
+      break; // a step counter: equal on every process
+    case BatchValue::Sum:
+      Sums = true;
+      break;
+    case BatchValue::Mean:
       Means = true;
-    } else {
-      Unknown = true;
+      break;
+    default:
+      if (Type->isIntegerType()) {
+        Sums = true; // an integer added up per batch counts something in it
+      } else {
+        Unclear = true;
+      }
     }
-  });
-  if (!Updated || Unknown || (Samples && Means)) {
-    return "";
   }
-  return Samples ? "sum" : Means ? "mean" : "";
+  if (!Updated) {
+    return Result;
+  }
+  if (Outside || Unclear || (Sums && Means)) {
+    Result.Unclear = true;
+    return Result;
+  }
+  Result.Op = Sums ? "sum" : Means ? "mean" : "";
+  return Result;
 }
 
 bool readsRunningStatistic(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &Op) {
+  StatisticRead Read;
+  if (!isStatisticRead(Ref, Ctx, Read)) {
+    return false;
+  }
+  Op = Read.Op;
+  return !Op.empty();
+}
+
+bool readsUnclearStatistic(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  StatisticRead Read;
+  return isStatisticRead(Ref, Ctx, Read) && Read.Unclear;
+}
+
+bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Read) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
   auto Parents = Ctx.getParents(*Ref);
-  const auto *Read = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
+  const auto *Value = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
   // A value read is an lvalue-to-rvalue conversion; updates, resets and references are not.
-  if (!Var || !Read || Read->getCastKind() != CK_LValueToRValue) {
+  if (!Var || !Value || Value->getCastKind() != CK_LValueToRValue) {
     return false;
   }
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
@@ -161,8 +215,8 @@ bool readsRunningStatistic(const DeclRefExpr *Ref, ASTContext &Ctx, std::string 
       return false; // combined already
     }
   }
-  Op = combinationOf(Var, Ctx);
-  return !Op.empty();
+  Read = classifyStatisticRead(Var, Ref, Ctx);
+  return !Read.Op.empty() || Read.Unclear;
 }
 
 bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
@@ -198,8 +252,12 @@ bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
   return false;
 }
 
-bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op) {
-  if (!isTensorMethodCall(Item, "item") || !Item->getType()->isArithmeticType() ||
+bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op,
+                      bool *Unclear) {
+  bool Size =
+      isTensorMethodCall(Item, "numel") ||
+      (isTensorMethodCall(Item, "size") && classifyBatchValue(Item, Ctx) == BatchValue::Sum);
+  if (!(isTensorMethodCall(Item, "item") || Size) || !Item->getType()->isArithmeticType() ||
       !insideShardedLoop(Item, Ctx)) {
     return false;
   }
@@ -208,6 +266,9 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
     const Stmt *S = Ancestor.get<Stmt>();
     if (isMethodCall(S, "accelerate::Accelerator", "reduce")) {
       return false; // combined already
+    }
+    if (Size && !InPrint && (isTensorMethodCall(S, "item") || isTensorMethodCall(S, "size"))) {
+      return false; // part of a value combined as a whole
     }
     if (const auto *Shift = dyn_cast_or_null<CXXOperatorCallExpr>(S);
         Shift && Shift->getOperator() == OO_LessLess) {
@@ -221,9 +282,21 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   if (!InPrint) {
     return false;
   }
-  const VarDecl *Tensor = namedVar(Item->getImplicitObjectArgument());
-  Op = Tensor && Tensor->getInit() && countsSamples(Tensor->getInit()) ? "sum" : "mean";
-  return true;
+  switch (classifyBatchValue(Item, Ctx)) {
+  case BatchValue::Sum:
+    Op = "sum"; // a progress count `batch_idx * data.size(0)` counts the global batch too
+    return true;
+  case BatchValue::Mean:
+    Op = "mean";
+    return true;
+  case BatchValue::Unknown:
+    if (Unclear) {
+      *Unclear = true;
+    }
+    return false;
+  default:
+    return false; // one sample's value (`x[0].item()`): the main process prints its own
+  }
 }
 
 } // namespace accel::rewrites

@@ -28,14 +28,28 @@ namespace accel::rewrites {
 /// passed to.
 bool iteratesShardedLoader(const clang::CXXForRangeStmt *Loop, clang::ASTContext &Ctx);
 
-/// How accel-reduce combines a local variable across processes where it is read: "sum",
-/// "mean", or "" when it is not a running statistic of a sharded loop (or is a step counter).
-std::string combinationOf(const clang::VarDecl *Var, clang::ASTContext &Ctx);
+/// How a read of a running statistic combines across processes: Op is "sum" (it adds up a
+/// value per sample, BatchValues.h), "mean" (it adds up per-batch means) or "" (not a running
+/// statistic of a sharded loop, or a step counter); Unclear when it is added up over the
+/// sharded loop but what it adds cannot be told (or mixes kinds, or also adds up over a loader
+/// every process sees whole): accel-reduce warns there instead of guessing.
+struct StatisticRead {
+  std::string Op;
+  bool Unclear = false;
+};
+/// The writes a read sees are those since the last reset before it, and those later in a
+/// loop around it: a variable reset and reused by an evaluation loop is combined (or not) by
+/// what each read sees.
+StatisticRead classifyStatisticRead(const clang::VarDecl *Var, const clang::Stmt *Read,
+                                    clang::ASTContext &Ctx);
 
 /// A reference that reads a running statistic's value (not an update of it inside its loop,
-/// not an assignment to it, not already inside accelerator.reduce): Op is set to the
-/// combination.
+/// not an assignment to it, not already inside accelerator.reduce), classified.
+bool isStatisticRead(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, StatisticRead &Read);
+/// isStatisticRead with a combination: Op is set to it.
 bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, std::string &Op);
+/// isStatisticRead that cannot be combined safely (StatisticRead::Unclear).
+bool readsUnclearStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx);
 
 /// Whether S runs only on some processes: it is inside an `if`, loop or `?:` whose condition
 /// asks the accelerator which process this is (is_main_process(), process_index(), ...). A
@@ -43,10 +57,12 @@ bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx
 bool runsOnSomeProcesses(const clang::Stmt *S, clang::ASTContext &Ctx);
 
 /// A value of this process's batch printed inside the sharded training loop
-/// (`printf("loss %.4f", loss.item<double>())`): Op is set to how accel-reduce combines it
-/// so that the line shows the global batch's value: "sum" when the tensor sums over the batch,
-/// else "mean".
-bool printsBatchValue(const clang::CXXMemberCallExpr *Item, clang::ASTContext &Ctx,
-                      std::string &Op);
+/// (`printf("loss %.4f", loss.item<double>())`, a progress count's `data.size(0)`): Op is
+/// set to how accel-reduce combines it so that the line shows the global batch's value: "sum"
+/// for a sum over the batch or its size, "mean" for a mean (BatchValues.h). One sample's value
+/// (`x[0].item()`) is not combined: the main process prints its own. Unclear (when given) is
+/// set for a printed value whose kind cannot be told.
+bool printsBatchValue(const clang::CXXMemberCallExpr *Item, clang::ASTContext &Ctx, std::string &Op,
+                      bool *Unclear = nullptr);
 
 } // namespace accel::rewrites

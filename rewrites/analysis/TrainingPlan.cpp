@@ -242,7 +242,7 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
                 "synchronised");
         return;
       }
-      if (!Info.LastDefinition || !llvm::is_contained(Info.Optimizers, Created)) {
+      if (!Info.groupOf(Created)) {
         Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() + "' in " +
                 functionLabel(Setup) + "; call accelerator.prepare(model, " +
                 Created->getNameAsString() + ") there after both are created, before training");
@@ -408,6 +408,48 @@ const LoopPlan *TrainingPlans::planOf(const Stmt *Backward, const SourceManager 
     }
   }
   return nullptr;
+}
+
+std::optional<llvm::SmallVector<const VarDecl *, 2>> modelsTrainedIn(const Stmt *Body,
+                                                                     ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto BodyOf = [](const Stmt *Unit) -> const Stmt * {
+    if (const auto *For = dyn_cast<ForStmt>(Unit)) {
+      return For->getBody();
+    }
+    if (const auto *Range = dyn_cast<CXXForRangeStmt>(Unit)) {
+      return Range->getBody();
+    }
+    if (const auto *While = dyn_cast<WhileStmt>(Unit)) {
+      return While->getBody();
+    }
+    if (const auto *Do = dyn_cast<DoStmt>(Unit)) {
+      return Do->getBody();
+    }
+    return Unit; // a step helper's body
+  };
+  AnalysisContext &Analyses = AnalysisContext::of(Ctx);
+  for (const LoopPlan &Plan : Analyses.trainingPlans().Loops) {
+    const Stmt *Unit = Plan.Kind == LoopPlan::StraightLine ? nullptr : BodyOf(Plan.Unit);
+    if (!Unit || !Plan.Setup || offsetOf(Unit, SM) != offsetOf(Body, SM)) {
+      continue;
+    }
+    llvm::SmallVector<const VarDecl *, 2> Models;
+    if (owningFunction(Plan.Function) != owningFunction(Plan.Setup)) {
+      return Models; // a helper: the setup function's names are not in scope there
+    }
+    const SetupInfo &Info = Analyses.setup(Plan.Setup);
+    for (const VarDecl *Optimizer : Plan.Optimizers) {
+      const PrepareGroup *Group = Info.groupOf(Optimizer);
+      for (const VarDecl *Model : Group ? Group->Models : Info.PreparedModels) {
+        if (!llvm::is_contained(Models, Model)) {
+          Models.push_back(Model);
+        }
+      }
+    }
+    return Models;
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {

@@ -18,6 +18,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,11 @@ struct TrainingPlans {
   /// Whether an offset of the main file lies in a declined range.
   bool declines(unsigned Offset) const;
 };
+
+/// The models the training step Body (a loop's body, or a step helper's) trains: those
+/// prepared with the optimizers it steps. None when Body is no planned unit's.
+std::optional<llvm::SmallVector<const clang::VarDecl *, 2>> modelsTrainedIn(const clang::Stmt *Body,
+                                                                            clang::ASTContext &Ctx);
 
 /// Computes the plans (AnalysisContext::trainingPlans() owns them).
 std::unique_ptr<TrainingPlans> planTrainingLoops(clang::ASTContext &Ctx);

@@ -28,21 +28,25 @@ Rule makePrepareRule() {
     const SetupInfo &Info =
         AnalysisContext::of(*Match.Context).setup(Match.Nodes.getNodeAs<FunctionDecl>("function"));
     llvm::SmallVector<Edit, 1> Result;
-    if (Info.AlreadyPrepared || !Info.LastDefinition ||
-        Info.LastDefinition->getEndLoc().isMacroID()) {
+    if (Info.AlreadyPrepared) {
       return Result;
     }
-    std::string Args;
-    for (const auto *List : {&Info.Models, &Info.Optimizers, &Info.Schedulers}) {
-      for (const VarDecl *Var : *List) {
-        Args += (Args.empty() ? "" : ", ") + Var->getNameAsString();
+    for (const PrepareGroup &Group : Info.Groups) {
+      if (Group.LastDefinition->getEndLoc().isMacroID()) {
+        continue;
       }
+      std::string Args;
+      for (const auto *List : {&Group.Models, &Group.Optimizers, &Group.Schedulers}) {
+        for (const VarDecl *Var : *List) {
+          Args += (Args.empty() ? "" : ", ") + Var->getNameAsString();
+        }
+      }
+      bool AtLineStart = false;
+      SourceLocation At = lineStartAfter(Group.LastDefinition->getEndLoc(), *Match.SourceManager,
+                                         Match.Context->getLangOpts(), AtLineStart);
+      std::string Text = "accelerator.prepare(" + Args + ");";
+      Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
     }
-    bool AtLineStart = false;
-    SourceLocation At = lineStartAfter(Info.LastDefinition->getEndLoc(), *Match.SourceManager,
-                                       Match.Context->getLangOpts(), AtLineStart);
-    std::string Text = "accelerator.prepare(" + Args + ");";
-    Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
     return Result;
   };
   auto Note = dynamicFinding("function", [](const MatchResult &Match) {
@@ -54,7 +58,8 @@ Rule makePrepareRule() {
       Result.Loc = Info.ProblemLoc;
       Result.Message = Info.Problem;
     } else {
-      Result.Loc = Info.LastDefinition ? Info.LastDefinition->getEndLoc() : SourceLocation();
+      Result.Loc =
+          Info.Groups.empty() ? SourceLocation() : Info.Groups.front().LastDefinition->getEndLoc();
       Result.Message = "prepare moves the model to the accelerator's device, starts every "
                        "process from the same parameters and synchronises gradients";
     }

@@ -28,6 +28,17 @@ AST_MATCHER(CXXMemberCallExpr, printsBatchValueNode) {
   return printsBatchValue(&Node, Finder->getASTContext(), Op);
 }
 
+AST_MATCHER(CXXMemberCallExpr, printsUnclearBatchValue) {
+  std::string Op;
+  bool Unclear = false;
+  printsBatchValue(&Node, Finder->getASTContext(), Op, &Unclear);
+  return Unclear;
+}
+
+AST_MATCHER(DeclRefExpr, readsUnclear) {
+  return readsUnclearStatistic(&Node, Finder->getASTContext());
+}
+
 AST_MATCHER(Stmt, onSomeProcesses) { return runsOnSomeProcesses(&Node, Finder->getASTContext()); }
 
 AST_MATCHER(DeclRefExpr, readsStatistic) {
@@ -88,7 +99,27 @@ Rule makeReduceRule() {
                  "some processes only (the branch asks which process this is) and wait for the "
                  "others forever; combine it with accelerator.reduce before the branch"));
   };
-  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule});
+  // What cannot be told is left as this process's value, with a warning, never guessed.
+  auto UnclearRead = makeRule(
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsUnclear()).bind("read"),
+      noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
+        std::string Name = Match.Nodes.getNodeAs<DeclRefExpr>("read")->getDecl()->getNameAsString();
+        return "'" + Name +
+               "' is added up over this process's batches, but accel-reduce cannot tell whether "
+               "it sums values per sample or per-batch means (or it also adds up over data "
+               "every process sees), so it is left as this process's share; read it as "
+               "accelerator.reduce(" +
+               Name + ", \"sum\") or accelerator.reduce(" + Name + ", \"mean\") by hand";
+      }));
+  auto UnclearPrint = makeRule(
+      cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()), printsUnclearBatchValue())
+          .bind("item"),
+      noEdits(),
+      warn("item", "this prints a value of this process's batch that accel-reduce cannot "
+                   "classify (a sum or a mean over the batch), so the main process prints its "
+                   "own; wrap it in accelerator.reduce(..., \"sum\") or \"mean\" by hand"));
+  return applyFirst<Finding>(
+      {OnSomeProcesses("read"), PrintedRule, ReadRule, UnclearRead, UnclearPrint});
 }
 
 } // namespace accel::rewrites

@@ -4,6 +4,7 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
+#include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/SourceRanges.h"
 
@@ -78,11 +79,15 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
           dyn_cast<FunctionDecl>(cast<CXXMethodDecl>(Function)->getParent()->getDeclContext());
     }
     if (Text.find("$models") != std::string::npos) {
+      // The models this loop trains (another loop of the function may train a model declared
+      // only after this one); the function's when the loop has no plan.
+      auto Trained = modelsTrainedIn(Body, *Match.Context);
+      if (!Trained && Function) {
+        Trained = AnalysisContext::of(*Match.Context).setup(Function).models();
+      }
       std::string Models;
-      if (Function) {
-        for (const VarDecl *Model : AnalysisContext::of(*Match.Context).setup(Function).Models) {
-          Models += (Models.empty() ? "" : ", ") + Model->getNameAsString();
-        }
+      for (const VarDecl *Model : Trained.value_or(llvm::SmallVector<const VarDecl *, 2>())) {
+        Models += (Models.empty() ? "" : ", ") + Model->getNameAsString();
       }
       Text.replace(Text.find("$models"), 7, Models);
     }

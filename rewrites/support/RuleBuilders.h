@@ -39,7 +39,7 @@ inline clang::transformer::Generator<Finding> warn(std::string Id, std::string M
 
 /// An edit putting Statement first in the body bound to "body" of a trainingStepBody match,
 /// unless the body already calls accelerator.<Method>(...); the finding explains it.
-/// "$models" in Statement stands for the setup function's models.
+/// "$models" in Statement stands for the models the loop trains (modelsTrainedIn).
 Rule loopGuardRule(std::string Method, std::string Statement, std::string Explanation);
 
 /// The warning for a construct the rule would rewrite, found in a function that has no

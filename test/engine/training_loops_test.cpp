@@ -15,6 +15,7 @@ using accel::rewrites::analyzeSetup;
 using accel::rewrites::forEachStmt;
 using accel::rewrites::isBackwardCall;
 using accel::rewrites::isTrainingStepLoop;
+using accel::rewrites::PrepareGroup;
 using accel::rewrites::runsBeforePrepare;
 using accel::rewrites::SetupInfo;
 using clang::ASTContext;
@@ -49,17 +50,19 @@ void run() {
   ASSERT_TRUE(AST);
   SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
   EXPECT_EQ(Info.Problem, "");
-  EXPECT_EQ(names(Info.Models), std::vector<std::string>{"model"});
-  EXPECT_EQ(names(Info.Optimizers), std::vector<std::string>{"optimizer"});
-  EXPECT_EQ(names(Info.Schedulers), std::vector<std::string>{"scheduler"});
-  ASSERT_NE(Info.LastDefinition, nullptr);
+  ASSERT_EQ(Info.Groups.size(), 1u);
+  const PrepareGroup &Group = Info.Groups.front();
+  EXPECT_EQ(names(Group.Models), std::vector<std::string>{"model"});
+  EXPECT_EQ(names(Group.Optimizers), std::vector<std::string>{"optimizer"});
+  EXPECT_EQ(names(Group.Schedulers), std::vector<std::string>{"scheduler"});
   // The scheduler's line.
-  EXPECT_EQ(AST->getSourceManager().getSpellingLineNumber(Info.LastDefinition->getBeginLoc()), 13u);
-  ASSERT_NE(Info.TrainingLoop, nullptr);
-  EXPECT_TRUE(clang::isa<clang::ForStmt>(Info.TrainingLoop));
+  EXPECT_EQ(AST->getSourceManager().getSpellingLineNumber(Group.LastDefinition->getBeginLoc()),
+            13u);
+  ASSERT_NE(Group.TrainingLoop, nullptr);
+  EXPECT_TRUE(clang::isa<clang::ForStmt>(Group.TrainingLoop));
 }
 
-TEST(SetupFunction, AnOptimizerCreatedInsideALoopIsAProblemWithTheManualEdit) {
+TEST(SetupFunction, AnOptimizerCreatedInsideALoopIsPreparedInThatLoopsBody) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 void run() {
   Net model;
@@ -72,10 +75,48 @@ void run() {
 )cpp");
   ASSERT_TRUE(AST);
   SetupInfo Info = analyzeSetup(accel::test::functionNamed(*AST, "run"), AST->getASTContext());
-  EXPECT_EQ(Info.Problem, "optimizer 'optimizer' is created inside a loop or block of 'run'; "
-                          "create it once before the training loop and call accelerator.prepare "
-                          "on it there");
-  EXPECT_EQ(Info.LastDefinition, nullptr);
+  EXPECT_EQ(Info.Problem, "");
+  ASSERT_EQ(Info.Groups.size(), 1u);
+  const auto *Body =
+      clang::cast<clang::CompoundStmt>(accel::test::functionNamed(*AST, "run")->getBody());
+  const auto *Loop = clang::cast<clang::ForStmt>(Body->body_begin()[1]);
+  EXPECT_EQ(Info.Groups[0].Block, Loop->getBody());
+  EXPECT_EQ(names(Info.Groups[0].Models), std::vector<std::string>{"model"});
+  EXPECT_EQ(Info.Groups[0].LastDefinition, Info.Groups[0].Block->body_begin()[0]);
+  EXPECT_EQ(Info.Groups[0].TrainingLoop, Info.Groups[0].Block->body_begin()[1]);
+}
+
+TEST(SetupFunction, ModelsTrainedOneAfterTheOtherArePreparedEachBeforeItsLoop) {
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
+void run() {
+  Net first;
+  torch::optim::SGD first_optimizer(first->parameters(), 0.1);
+  for (int e = 0; e < 2; ++e) {
+    first->forward(torch::ones({1, 4})).sum().backward();
+    first_optimizer.step();
+  }
+  Net second;
+  torch::optim::SGD second_optimizer(second->parameters(), 0.1);
+  torch::optim::StepLR scheduler(second_optimizer, 1);
+  for (int e = 0; e < 2; ++e) {
+    second->forward(torch::ones({1, 4})).sum().backward();
+    second_optimizer.step();
+  }
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  const auto *Run = accel::test::functionNamed(*AST, "run");
+  SetupInfo Info = analyzeSetup(Run, AST->getASTContext());
+  EXPECT_EQ(Info.Problem, "");
+  ASSERT_EQ(Info.Groups.size(), 2u);
+  const auto *Body = clang::cast<clang::CompoundStmt>(Run->getBody());
+  EXPECT_EQ(names(Info.Groups[0].Models), std::vector<std::string>{"first"});
+  EXPECT_EQ(Info.Groups[0].LastDefinition, Body->body_begin()[1]);
+  EXPECT_EQ(Info.Groups[0].TrainingLoop, Body->body_begin()[2]);
+  EXPECT_EQ(names(Info.Groups[1].Models), std::vector<std::string>{"second"});
+  EXPECT_EQ(names(Info.Groups[1].Schedulers), std::vector<std::string>{"scheduler"});
+  EXPECT_EQ(Info.Groups[1].LastDefinition, Body->body_begin()[5]);
+  EXPECT_EQ(Info.Groups[1].TrainingLoop, Body->body_begin()[6]);
 }
 
 /// A setup function whose warm-up comes before the optimizer, then a training loop.
@@ -116,8 +157,9 @@ TEST(SetupFunction, ABackwardOutsideLoopsBeforeTheOptimizerIsADemonstration) {
   const auto *Body = llvm::cast<CompoundStmt>(Run->getBody());
   EXPECT_EQ(Info.Problem, "");
   // Prepare goes after the optimizer; the gradient check stays as written, the loop trains.
-  EXPECT_EQ(Info.LastDefinition, Body->body_begin()[2]);
-  EXPECT_EQ(Info.TrainingLoop, Body->body_begin()[3]);
+  ASSERT_EQ(Info.Groups.size(), 1u);
+  EXPECT_EQ(Info.Groups[0].LastDefinition, Body->body_begin()[2]);
+  EXPECT_EQ(Info.Groups[0].TrainingLoop, Body->body_begin()[3]);
   llvm::SmallVector<const Stmt *, 2> Backwards;
   forEachStmt(Body, [&](const Stmt *S) {
     if (isBackwardCall(S)) {

@@ -62,15 +62,95 @@ void train(torch::nn::Linear &model) {
   optimizer.step();
 }
 
-// The optimizer is re-created inside the loop.
+// The optimizer is re-created inside the loop: each pass prepares its own (the runtime makes
+// the new optimizer replace the old one, and preparing the model again is harmless).
 void recreated() {
   torch::nn::Linear model(4, 1);
   for (int epoch = 0; epoch < 2; ++epoch) {
     torch::optim::SGD optimizer(model->parameters(), 0.1);
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:23: warning: optimizer 'optimizer' is created inside a loop or block of 'recreated'; create it once before the training loop and call accelerator.prepare on it there [accel-prepare]
+    // CHECK-FIXES: void recreated() {
+    // CHECK-FIXES: torch::optim::SGD optimizer(model->parameters(), 0.1);
+    // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
     model(torch::randn({2, 4})).sum().backward();
     optimizer.step();
   }
+}
+
+// k-fold: a model, optimizer and scheduler per fold, prepared in the fold's body, before its
+// training loop.
+void kfold() {
+  for (int fold = 0; fold < 3; ++fold) {
+    auto model = std::make_shared<Plain>();
+    torch::optim::Adam optimizer(model->parameters());
+    torch::optim::StepLR scheduler(optimizer, 10);
+    // CHECK-FIXES: torch::optim::StepLR scheduler(optimizer, 10);
+    // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer, scheduler);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      model->fc(torch::randn({2, 4})).sum().backward();
+      optimizer.step();
+    }
+  }
+}
+
+// Two models trained one after the other: each is prepared before its own loop (not both
+// after the second's definition, which the first loop runs before).
+void one_after_the_other() {
+  torch::nn::Linear first(4, 1);
+  torch::optim::SGD first_optimizer(first->parameters(), 0.1);
+  // CHECK-FIXES: torch::optim::SGD first_optimizer(first->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(first, first_optimizer);
+  for (int step = 0; step < 2; ++step) {
+    // CHECK-FIXES: auto accumulation = accelerator.accumulate(first);
+    first(torch::randn({2, 4})).sum().backward();
+    first_optimizer.step();
+  }
+  torch::nn::Linear second(4, 1);
+  torch::optim::Adam second_optimizer(second->parameters());
+  // CHECK-FIXES: torch::optim::Adam second_optimizer(second->parameters());
+  // CHECK-FIXES-NEXT: accelerator.prepare(second, second_optimizer);
+  for (int step = 0; step < 2; ++step) {
+    // CHECK-FIXES: auto accumulation = accelerator.accumulate(second);
+    second(torch::randn({2, 4})).sum().backward();
+    second_optimizer.step();
+  }
+}
+
+// One model, two optimizers one after the other (a first phase, then fine-tuning): the
+// model is named in both prepares.
+void two_phases() {
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD warmup(model->parameters(), 0.01);
+  // CHECK-FIXES: torch::optim::SGD warmup(model->parameters(), 0.01);
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, warmup);
+  model(torch::randn({2, 4})).sum().backward();
+  warmup.step();
+  torch::optim::Adam finetune(model->parameters());
+  // CHECK-FIXES: torch::optim::Adam finetune(model->parameters());
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, finetune);
+  for (int step = 0; step < 2; ++step) {
+    model(torch::randn({2, 4})).sum().backward();
+    finetune.step();
+  }
+}
+
+// Training in a helper, called once per model: each model is prepared before its call.
+void fit(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
+  for (int step = 0; step < 2; ++step) {
+    model(torch::randn({2, 4})).sum().backward();
+    optimizer.step();
+  }
+}
+void helper_per_model() {
+  torch::nn::Linear small(4, 1);
+  torch::optim::SGD small_optimizer(small->parameters(), 0.1);
+  // CHECK-FIXES: torch::optim::SGD small_optimizer(small->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(small, small_optimizer);
+  fit(small, small_optimizer);
+  torch::nn::Linear large(4, 1);
+  torch::optim::SGD large_optimizer(large->parameters(), 0.1);
+  // CHECK-FIXES: torch::optim::SGD large_optimizer(large->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(large, large_optimizer);
+  fit(large, large_optimizer);
 }
 
 int main() {
@@ -79,4 +159,8 @@ int main() {
   torch::nn::Linear model(4, 1);
   train(model);
   recreated();
+  kfold();
+  one_after_the_other();
+  two_phases();
+  helper_per_model();
 }

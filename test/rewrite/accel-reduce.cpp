@@ -18,6 +18,7 @@
 
 #include <accelerate/accelerate.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -60,6 +61,52 @@ void partly_ported(torch::nn::Linear &model) {
   }
   std::printf("all %.4f\n", running_loss);
   // CHECK-FIXES: accelerator.printf("all %.4f\n", accelerator.reduce(running_loss, "sum"));
+}
+
+// Statistics written the ways books and courses write them: each read is combined by what
+// the value is (the loss's reduction, a division by the batch size), not by how the update
+// line looks.
+void book_style() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  torch::nn::MSELoss summed(torch::nn::MSELossOptions().reduction(torch::kSum));
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  auto test_data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double s = 0, sq = 0, weird = 0;
+  int64_t nb = 0, n = 0, batch_idx = 0, right = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto out = net(b.data);
+    auto lsum = summed(out, torch::zeros_like(out));
+    lsum.backward();
+    sgd.step();
+    // A sum-reduced loss divided by the batch size: a per-batch mean.
+    s += lsum.item<float>() / b.data.size(0);
+    ++nb;
+    // The sum-reduced loss itself: per sample.
+    sq += lsum.item<double>();
+    n += out.size(0);
+    right += out.argmax(1).eq(0).sum().item<int64_t>();
+    weird += std::sqrt(lsum.item<double>());
+    std::printf("seen %lld input %.3f\n", static_cast<long long>(batch_idx * b.data.size(0)),
+                b.data[0][0].item<double>());
+    // CHECK-FIXES: accelerator.printf("seen %lld input %.3f\n", static_cast<long long>(batch_idx * accelerator.reduce(b.data.size(0), "sum")),
+    // CHECK-FIXES-NEXT: b.data[0][0].item<double>());
+    ++batch_idx;
+  }
+  std::printf("%.4f %.4f\n", s / nb, sq / n);
+  // CHECK-FIXES: accelerator.printf("%.4f %.4f\n", accelerator.reduce(s, "mean") / nb, accelerator.reduce(sq, "sum") / accelerator.reduce(n, "sum"));
+  std::printf("train accuracy %lld\n", static_cast<long long>(right));
+  // CHECK-FIXES: accelerator.printf("train accuracy %lld\n", static_cast<long long>(accelerator.reduce(right, "sum")));
+  std::printf("%.4f\n", weird);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'weird' is added up over this process's batches, but accel-reduce cannot tell whether it sums values per sample or per-batch means {{.*}} [accel-reduce]
+  // The same counter, reset and reused by the evaluation loop (not sharded): left alone.
+  right = 0;
+  for (auto &b : *test_data) {
+    right += net(b.data).argmax(1).eq(0).sum().item<int64_t>();
+  }
+  std::printf("test accuracy %lld\n", static_cast<long long>(right));
+  // CHECK-FIXES: accelerator.printf("test accuracy %lld\n", static_cast<long long>(right));
 }
 
 int main() {
@@ -112,5 +159,6 @@ int main() {
   }
   std::printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(model, *loader, optimizer));
   partly_ported(model);
+  book_style();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }

@@ -41,25 +41,25 @@ void sound() {
   }
 }
 
-// k-fold: an optimizer per fold, inside the fold loop. Nothing is prepared, so nothing else
-// of the function may change: a sharded loader without gradient sync trains each process on
-// its own.
+// k-fold: a model and an optimizer per fold, inside the fold loop. Each fold prepares its
+// own, so the whole loop is rewritten: the loader made once is prepared once.
 void kfold() {
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
-  // CHECK-FIXES: {{^}}  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
   for (int fold = 0; fold < 3; ++fold) {
     auto model = std::make_shared<Net>();
     torch::optim::SGD optimizer(model->parameters(), 0.1);
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:23: warning: optimizer 'optimizer' is created inside a loop or block of 'kfold'; create it once before the training loop and call accelerator.prepare on it there [accel-prepare]
+    // CHECK-FIXES: torch::optim::SGD optimizer(model->parameters(), 0.1);
+    // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
     for (auto &batch : *loader) {
-      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): accel-prepare cannot prepare optimizer 'optimizer' in 'kfold' (its warning on line [[@LINE-3]] says why), so nothing here is synchronised [accel-training-loop]
+      // CHECK-FIXES: auto accumulation = accelerator.accumulate(model);
       optimizer.zero_grad();
-      // CHECK-FIXES: {{^}}      optimizer.zero_grad();
+      // CHECK-FIXES: accelerator.zero_grad(optimizer);
       auto loss = model->forward(batch.data).sum();
       loss.backward();
-      // CHECK-FIXES: {{^}}      loss.backward();
+      // CHECK-FIXES: accelerator.backward(loss);
       optimizer.step();
-      // CHECK-FIXES: {{^}}      optimizer.step();
+      // CHECK-FIXES: accelerator.step(optimizer);
     }
   }
 }

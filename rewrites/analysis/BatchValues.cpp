@@ -1,0 +1,296 @@
+//===- BatchValues.cpp - What a value computed from a batch is ------------===//
+#include "analysis/BatchValues.h"
+
+#include "support/Calls.h"
+
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/ExprCXX.h"
+
+using namespace clang;
+
+namespace accel::rewrites {
+namespace {
+
+constexpr int MaxDepth = 6;
+
+bool isTensorType(QualType Type) {
+  const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
+  return Record &&
+         (qualifiedName(Record) == "at::Tensor" || qualifiedName(Record) == "at::TensorBase");
+}
+
+/// The method name of a call of a tensor method, or "".
+llvm::StringRef tensorMethod(const CXXMemberCallExpr *Call) {
+  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+  if (!Method || !Method->getDeclName().isIdentifier()) {
+    return "";
+  }
+  std::string Owner = qualifiedName(Method->getParent());
+  return Owner == "at::Tensor" || Owner == "at::TensorBase" ? Method->getName() : "";
+}
+
+/// A written integer literal argument, or -1.
+int64_t literalArg(llvm::ArrayRef<const Expr *> Args, size_t Index) {
+  if (Index >= Args.size()) {
+    return -1;
+  }
+  const auto *Literal = dyn_cast<IntegerLiteral>(Args[Index]->IgnoreParenImpCasts());
+  return Literal ? Literal->getValue().getSExtValue() : -1;
+}
+
+/// What a loss computes, from the reduction named among its arguments or options: a sum
+/// (Reduction::Sum, torch::kSum), a value per sample (None, kNone), else the default mean.
+BatchValue lossReduction(const Stmt *Arguments) {
+  BatchValue Found = BatchValue::Mean;
+  forEachStmt(Arguments, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (!Ref || !Ref->getDecl()->getDeclName().isIdentifier()) {
+      return;
+    }
+    llvm::StringRef Name = Ref->getDecl()->getName();
+    if (Name == "kSum" || (isa<EnumConstantDecl>(Ref->getDecl()) && Name == "Sum")) {
+      Found = BatchValue::Sum;
+    } else if (Name == "kNone" || (isa<EnumConstantDecl>(Ref->getDecl()) && Name == "None")) {
+      Found = BatchValue::PerSample;
+    }
+  });
+  return Found;
+}
+
+/// A loss function of LibTorch's (torch::nn::functional::mse_loss, torch::cross_entropy_loss,
+/// at::nll_loss, ...).
+bool isLossFunction(const FunctionDecl *Function) {
+  if (!Function || !Function->getDeclName().isIdentifier()) {
+    return false;
+  }
+  std::string Name = qualifiedName(Function);
+  if (!llvm::StringRef(Name).starts_with("torch::") && !llvm::StringRef(Name).starts_with("at::")) {
+    return false;
+  }
+  llvm::StringRef Short = Function->getName();
+  return Short.contains("loss") || Short.starts_with("cross_entropy") ||
+         Short.starts_with("binary_cross_entropy") || Short == "kl_div";
+}
+
+/// A loss module (torch::nn::MSELoss, CrossEntropyLoss, ... or their Impl).
+bool isLossModuleType(QualType Type) {
+  Type = Type.getNonReferenceType();
+  if (Type->isPointerType()) {
+    Type = Type->getPointeeType();
+  }
+  const auto *Record = Type->getAsCXXRecordDecl();
+  return Record && Record->getDeclName().isIdentifier() && Record->getName().contains("Loss") &&
+         llvm::StringRef(qualifiedName(Record)).starts_with("torch::nn::");
+}
+
+/// The variable or field a call is made on: `criterion` in `criterion(x, y)` and
+/// `criterion->forward(x, y)`.
+const ValueDecl *calledObject(const Expr *Object) {
+  Object = Object ? Object->IgnoreParenImpCasts() : nullptr;
+  if (const auto *Arrow = dyn_cast_or_null<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+    Object = Arrow->getArg(0)->IgnoreParenImpCasts();
+  }
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Object)) {
+    return Ref->getDecl();
+  }
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(Object)) {
+    return Member->getMemberDecl();
+  }
+  return nullptr;
+}
+
+/// What a loss module's call computes, from the options it was made with.
+BatchValue lossModuleCall(const ValueDecl *Module) {
+  if (const auto *Var = dyn_cast_or_null<VarDecl>(Module)) {
+    return lossReduction(Var->getInit());
+  }
+  if (const auto *Field = dyn_cast_or_null<FieldDecl>(Module)) {
+    return lossReduction(Field->getInClassInitializer());
+  }
+  return BatchValue::Mean;
+}
+
+BatchValue product(BatchValue A, BatchValue B) {
+  if (A == BatchValue::Constant) {
+    return B;
+  }
+  if (B == BatchValue::Constant) {
+    return A;
+  }
+  // A mean times the batch size is the batch's sum.
+  if ((A == BatchValue::Mean && B == BatchValue::Sum) ||
+      (A == BatchValue::Sum && B == BatchValue::Mean)) {
+    return BatchValue::Sum;
+  }
+  if (A == BatchValue::PerSample && B == BatchValue::PerSample) {
+    return BatchValue::PerSample;
+  }
+  return BatchValue::Unknown;
+}
+
+BatchValue quotient(BatchValue A, BatchValue B) {
+  if (B == BatchValue::Constant) {
+    return A;
+  }
+  // A sum over the batch divided by the batch size (or by another sum over it) is a mean.
+  if (A == BatchValue::Sum && B == BatchValue::Sum) {
+    return BatchValue::Mean;
+  }
+  if (A == BatchValue::PerSample && B == BatchValue::PerSample) {
+    return BatchValue::PerSample;
+  }
+  return BatchValue::Unknown;
+}
+
+BatchValue sumOf(BatchValue A, BatchValue B) {
+  if (A == B) {
+    return A;
+  }
+  // 1 - accuracy is a mean too; a sum plus a constant is not a sum over the samples.
+  if ((A == BatchValue::Mean && B == BatchValue::Constant) ||
+      (A == BatchValue::Constant && B == BatchValue::Mean)) {
+    return BatchValue::Mean;
+  }
+  return BatchValue::Unknown;
+}
+
+BatchValue arithmetic(BinaryOperatorKind Op, BatchValue A, BatchValue B) {
+  switch (Op) {
+  case BO_Mul:
+    return product(A, B);
+  case BO_Div:
+    return quotient(A, B);
+  case BO_Add:
+  case BO_Sub:
+    return sumOf(A, B);
+  default:
+    return BatchValue::Unknown;
+  }
+}
+
+BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Method, ASTContext &Ctx,
+                            int Depth) {
+  auto Args = writtenArgs(Call);
+  auto Object = [&] {
+    return classifyBatchValue(Call->getImplicitObjectArgument(), Ctx, Depth + 1);
+  };
+  if (Method == "item" || Method == "to" || Method == "cpu" || Method == "cuda" ||
+      Method == "detach" || Method == "clone" || Method == "contiguous" || Method == "toType" ||
+      Method == "type" || Method == "float" || Method == "double" || Method == "squeeze") {
+    return Object();
+  }
+  if (Method == "sum" || Method == "nansum" || Method == "mean" || Method == "nanmean") {
+    BatchValue Reduced = Method.ends_with("sum") ? BatchValue::Sum : BatchValue::Mean;
+    if (Args.empty() || literalArg(Args, 0) == 0) {
+      return Reduced; // over the whole tensor, or over the batch's dimension
+    }
+    return literalArg(Args, 0) > 0 ? BatchValue::PerSample : BatchValue::Unknown;
+  }
+  if (Method == "size") {
+    int64_t Dim = literalArg(Args, 0);
+    return Dim == 0 ? BatchValue::Sum : Dim > 0 ? BatchValue::Constant : BatchValue::Unknown;
+  }
+  if (Method == "numel") {
+    return BatchValue::Sum;
+  }
+  // Any other operation on data not yet reduced over the batch (eq, argmax(1), pow, a row)
+  // keeps a value per sample; on a reduced value it is not a sum or a mean any more.
+  BatchValue Of = Object();
+  return Of == BatchValue::PerSample ? BatchValue::PerSample : BatchValue::Unknown;
+}
+
+} // namespace
+
+BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
+  if (!E || Depth > MaxDepth) {
+    return BatchValue::Unknown;
+  }
+  E = E->IgnoreParenImpCasts();
+  if (const auto *Cast = dyn_cast<ExplicitCastExpr>(E)) {
+    return classifyBatchValue(Cast->getSubExpr(), Ctx, Depth + 1);
+  }
+  if (const auto *Temporary = dyn_cast<MaterializeTemporaryExpr>(E)) {
+    return classifyBatchValue(Temporary->getSubExpr(), Ctx, Depth + 1);
+  }
+  if (const auto *Bind = dyn_cast<CXXBindTemporaryExpr>(E)) {
+    return classifyBatchValue(Bind->getSubExpr(), Ctx, Depth + 1);
+  }
+  if (const auto *Construct = dyn_cast<CXXConstructExpr>(E);
+      Construct && Construct->getNumArgs() == 1 && isTensorType(E->getType())) {
+    return classifyBatchValue(Construct->getArg(0), Ctx, Depth + 1); // a copy
+  }
+  if (!E->isValueDependent() && !E->isTypeDependent() && E->isEvaluatable(Ctx)) {
+    return BatchValue::Constant;
+  }
+  if (const auto *Unary = dyn_cast<UnaryOperator>(E);
+      Unary && (Unary->getOpcode() == UO_Minus || Unary->getOpcode() == UO_Plus)) {
+    return classifyBatchValue(Unary->getSubExpr(), Ctx, Depth + 1);
+  }
+  if (const auto *Binary = dyn_cast<BinaryOperator>(E)) {
+    return arithmetic(Binary->getOpcode(), classifyBatchValue(Binary->getLHS(), Ctx, Depth + 1),
+                      classifyBatchValue(Binary->getRHS(), Ctx, Depth + 1));
+  }
+  if (const auto *Choice = dyn_cast<ConditionalOperator>(E)) {
+    BatchValue A = classifyBatchValue(Choice->getTrueExpr(), Ctx, Depth + 1);
+    return A == classifyBatchValue(Choice->getFalseExpr(), Ctx, Depth + 1) ? A
+                                                                           : BatchValue::Unknown;
+  }
+  if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(E)) {
+    OverloadedOperatorKind Kind = Operator->getOperator();
+    if (Kind == OO_Call && Operator->getNumArgs() >= 1) {
+      const ValueDecl *Callee = calledObject(Operator->getArg(0));
+      if (Callee && isLossModuleType(Callee->getType())) {
+        return lossModuleCall(Callee);
+      }
+    }
+    if (Kind == OO_Subscript) {
+      return BatchValue::PerSample; // one row of the batch
+    }
+    if (Operator->getNumArgs() == 2) {
+      BinaryOperatorKind Op = Kind == OO_Star    ? BO_Mul
+                              : Kind == OO_Slash ? BO_Div
+                              : Kind == OO_Plus  ? BO_Add
+                              : Kind == OO_Minus ? BO_Sub
+                                                 : BO_Comma;
+      if (Op != BO_Comma) {
+        return arithmetic(Op, classifyBatchValue(Operator->getArg(0), Ctx, Depth + 1),
+                          classifyBatchValue(Operator->getArg(1), Ctx, Depth + 1));
+      }
+    }
+  }
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(E)) {
+    if (llvm::StringRef Method = tensorMethod(Member); !Method.empty()) {
+      return tensorMethodCall(Member, Method, Ctx, Depth);
+    }
+    const ValueDecl *Object = calledObject(Member->getImplicitObjectArgument());
+    if (Object && isLossModuleType(Object->getType())) {
+      return lossModuleCall(Object); // criterion->forward(output, target)
+    }
+  }
+  if (const auto *Call = dyn_cast<CallExpr>(E)) {
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    std::string Name = qualifiedName(Callee);
+    auto Args = writtenArgs(Call);
+    if (isLossFunction(Callee)) {
+      return lossReduction(Call);
+    }
+    if ((Name == "torch::sum" || Name == "at::sum") && Args.size() == 1) {
+      return BatchValue::Sum;
+    }
+    if ((Name == "torch::mean" || Name == "at::mean") && Args.size() == 1) {
+      return BatchValue::Mean;
+    }
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && Var->isLocalVarDecl() && Var->getInit() && !isa<ParmVarDecl>(Var)) {
+      return classifyBatchValue(Var->getInit(), Ctx, Depth + 1);
+    }
+  }
+  // Tensors not reduced by anything above (the batch's data, a model's output) hold a value
+  // per sample.
+  return isTensorType(E->getType()) ? BatchValue::PerSample : BatchValue::Unknown;
+}
+
+} // namespace accel::rewrites

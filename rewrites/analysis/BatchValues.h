@@ -1,0 +1,35 @@
+//===- BatchValues.h - What a value computed from a batch is ---*- C++ -*-===//
+//
+// accel-reduce combines a statistic across processes by what it is, not by how its update
+// line looks: a value that adds up over the batch's samples (a sum-reduced loss, a count of
+// correct predictions, the batch size) combines by "sum"; a mean over the batch (a loss with
+// the default mean reduction, a sum divided by the batch size) by "mean". This follows the
+// value back through local variables, loss functions and their reduction, and the arithmetic
+// between them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Expr.h"
+
+namespace accel::rewrites {
+
+enum class BatchValue {
+  /// Cannot tell.
+  Unknown,
+  /// The same on every process and in every batch (a literal, a constant expression).
+  Constant,
+  /// Adds up over the batch's samples: the batch size, a sum over the batch, a count.
+  Sum,
+  /// A mean over the batch's samples.
+  Mean,
+  /// A value per sample, not reduced over the batch (a loss with reduction None, `eq`,
+  /// `argmax(1)`, one row `x[0]`).
+  PerSample,
+};
+
+/// What E is per batch. Depth bounds how far local variables are followed.
+BatchValue classifyBatchValue(const clang::Expr *E, clang::ASTContext &Ctx, int Depth = 0);
+
+} // namespace accel::rewrites
