@@ -27,41 +27,6 @@ std::atomic<int> g_stop_signal{0};
 
 extern "C" void remember_signal(int signal) { g_stop_signal.store(signal); }
 
-// Names: Accelerate spells flags with underscores; hyphens are accepted too.
-std::string both_spellings(const std::string &name) {
-  std::string hyphen = name;
-  for (auto &c : hyphen) {
-    c = c == '_' ? '-' : c;
-  }
-  return hyphen == name ? "--" + name : "--" + name + ",--" + hyphen;
-}
-
-/// PROGRAM as execve needs it: a path, looked up in PATH when it has no slash.
-std::string resolve_program(const std::string &program) {
-  namespace fs = std::filesystem;
-  auto runnable = [](const fs::path &path) {
-    return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (program.find('/') != std::string::npos) {
-    if (!runnable(program)) {
-      throw std::runtime_error("cannot run '" + program + "': " +
-                               (fs::exists(program) ? "not an executable file" : "no such file"));
-    }
-    return program;
-  }
-  const char *path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    const size_t end = std::min(dirs.find(':', start), dirs.size());
-    const auto candidate = fs::path(dirs.substr(start, end - start)) / program;
-    if (runnable(candidate)) {
-      return candidate.string();
-    }
-    start = end + 1;
-  }
-  throw std::runtime_error("cannot run '" + program + "': not found in PATH");
-}
-
 // Binds the rendezvous port for rank 0's store. On one machine a busy port is replaced by a
 // free one; across machines every launcher must agree on it, so a busy port is an error.
 int bind_store_socket(const std::string &address, int &port, bool single_machine) {
@@ -132,6 +97,31 @@ std::string compression_text(const LaunchConfig &config) {
 }
 
 } // namespace
+
+std::string resolve_program(const std::string &program) {
+  namespace fs = std::filesystem;
+  auto runnable = [](const fs::path &path) {
+    return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (!runnable(program)) {
+      throw std::runtime_error("cannot run '" + program + "': " +
+                               (fs::exists(program) ? "not an executable file" : "no such file"));
+    }
+    return program;
+  }
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const auto candidate = fs::path(dirs.substr(start, end - start)) / program;
+    if (runnable(candidate)) {
+      return candidate.string();
+    }
+    start = end + 1;
+  }
+  throw std::runtime_error("cannot run '" + program + "': not found in PATH");
+}
 
 CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   constexpr long kAny = std::numeric_limits<int>::max();
@@ -246,12 +236,13 @@ LaunchConfig flag_settings(const LaunchRequest &request) {
 }
 
 LaunchConfig effective_config(const std::optional<std::string> &config_file,
-                              const LaunchConfig &flags) {
+                              const LaunchConfig &flags, bool default_file) {
   LaunchConfig config;
   std::vector<std::string> notes;
   if (config_file) {
     config = load_config_file(*config_file, &notes);
-  } else if (const auto path = default_config_path(); std::filesystem::exists(path)) {
+  } else if (const auto path = default_config_path();
+             default_file && std::filesystem::exists(path)) {
     config = load_config_file(path, &notes);
   }
   for (const auto &note : notes) {
@@ -272,7 +263,7 @@ int run_launch(const LaunchRequest &request) {
   if (argv.empty()) {
     throw std::runtime_error("accel launch needs a PROGRAM to run (accel launch --help)");
   }
-  const auto config = effective_config(request.config_file, flags);
+  const auto config = effective_config(request.config_file, flags, request.default_config);
   const int world_size = config.num_processes.value_or(1);
   const int machines = config.num_machines.value_or(1);
   const int machine_rank = config.machine_rank.value_or(0);
@@ -368,6 +359,9 @@ int run_launch(const LaunchRequest &request) {
         spec.env["ACCELERATE_STORE_LISTEN_FD"] = std::to_string(store_fd);
         spec.inherit_fds.push_back(store_fd);
       }
+      for (const auto &[name, value] : request.environment) {
+        spec.env[name] = value;
+      }
     }
 
     accelerate::launch::WorkerOutputOptions output_options;
@@ -382,8 +376,12 @@ int run_launch(const LaunchRequest &request) {
     {
       accelerate::launch::WorkerGroup group(
           specs,
-          [&output](int local, int stream, std::string_view chunk) {
-            output.add(local, stream, chunk);
+          [&output, &request, first_rank](int local, int stream, std::string_view chunk) {
+            if (stream == 1 && request.capture_stdout) {
+              request.capture_stdout(first_rank + local, chunk);
+            } else {
+              output.add(local, stream, chunk);
+            }
           },
           [&output] { return output.flush_due(); });
       exits = group.wait(
@@ -407,7 +405,8 @@ int run_launch(const LaunchRequest &request) {
       exit_code = 0;
       break;
     }
-    std::cerr << "accel: the job failed (root cause first; the other workers were stopped):\n"
+    std::cerr << "accel: " << request.job_name
+              << " failed (root cause first; the other workers were stopped):\n"
               << summary;
     if (attempt < request.max_restarts) {
       std::cerr << "accel: restarting every worker (restart " << attempt + 1 << " of "
