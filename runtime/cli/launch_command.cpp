@@ -171,6 +171,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
                                  "--main_process_ip and --main_process_port"));
   launch->add_flag(both_spellings("same_network"), request.same_network,
                    "The machines share a local network (accepted; the rendezvous is the same)");
+  // Not a config key (the request's, not LaunchConfig's): Accelerate 1.15 sets split_batches in
+  // code only, and its config loader refuses keys it does not know.
+  launch->add_flag(both_spellings("split_batches"), request.split_batches,
+                   "Split every batch across the processes, so that together they see the "
+                   "program's own batches (ACCELERATE_SPLIT_BATCHES; accel's own flag)");
   launch->add_flag("--debug", request.debug,
                    "Check distributed operations for errors (ACCELERATE_DEBUG_MODE)");
   launch->add_flag("-v,--verbose", request.verbose,
@@ -311,7 +316,8 @@ int run_launch(const LaunchRequest &request) {
     std::cerr << "accel: machine " << machine_rank << " of " << machines << ": ranks " << first_rank
               << " to " << first_rank + per_machine - 1 << " of " << world_size
               << ", rendezvous at " << master_addr << ":" << port << ", " << threads
-              << " thread(s) per process" << compression_text(config) << "\n";
+              << " thread(s) per process" << compression_text(config)
+              << (request.split_batches ? ", every batch split across the processes" : "") << "\n";
   }
 
   struct sigaction action{};
@@ -343,6 +349,10 @@ int run_launch(const LaunchRequest &request) {
           std::to_string(config.gradient_accumulation_steps.value_or(1));
       spec.env["ACCELERATE_USE_CPU"] = config.use_cpu.value_or(false) ? "true" : "false";
       spec.env["ACCELERATE_DEBUG_MODE"] = config.debug.value_or(false) ? "true" : "false";
+      // Only when given: otherwise the workers inherit the launcher's environment.
+      if (request.split_batches) {
+        spec.env["ACCELERATE_SPLIT_BATCHES"] = "true";
+      }
       spec.env["ACCELERATE_TIMEOUT"] = std::to_string(request.rdzv_timeout);
       spec.env["ACCELERATE_RESTART_COUNT"] = std::to_string(attempt);
       spec.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);

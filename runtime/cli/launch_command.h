@@ -24,6 +24,9 @@ struct LaunchRequest {
   bool no_python = false;     ///< --no_python: accepted; PROGRAM never runs under Python
   bool same_network = false;
   bool debug = false;
+  /// --split_batches: ACCELERATE_SPLIT_BATCHES=true for the workers. accel's own flag, and no
+  /// config key: Python Accelerate's config loader refuses keys it does not know.
+  bool split_batches = false;
   bool verbose = false; ///< -v: log the plan and each process's gradient transport
   int max_restarts = 0;
   double monitor_interval = 0.1; ///< seconds between checks on the workers
