@@ -203,6 +203,14 @@ std::string difference_report(const OutputComparison &comparison, const Toleranc
             " | " +
             column(rewrite, i, marked ? first.rewrite_column : std::string_view::npos, marked));
   }
+  const bool both_lines = first.kind == Kind::Text || first.kind == Kind::Number;
+  if (both_lines && (cells_of(original[first.index].text).size() > text_width ||
+                     cells_of(rewrite[first.index].text).size() > text_width)) {
+    // The columns cut the marked lines: here they are one above the other, as wide as fits.
+    const size_t width = 2 * half + 3 - 12;
+    add_row("  original: " + fit(original[first.index].text, width, first.original_column));
+    add_row("  rewrite:  " + fit(rewrite[first.index].text, width, first.rewrite_column));
+  }
   return text + explanation(comparison, first, tolerance);
 }
 

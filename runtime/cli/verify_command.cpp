@@ -204,6 +204,7 @@ int run_verify(const VerifyRequest &request, std::ostream &out) {
   rewrite.flags.num_processes = processes;
   rewrite.command = rewrite_argv;
   rewrite.job_name = "the rewrite (" + processes_text(processes) + ")";
+  rewrite.split_batches = request.split_batches; // launch's flag: its plan (-v) says so
   // Set either way: an ACCELERATE_SPLIT_BATCHES in the caller's environment must not choose.
   rewrite.environment["ACCELERATE_SPLIT_BATCHES"] = request.split_batches ? "true" : "false";
 

@@ -127,6 +127,17 @@ TEST(DifferenceReport, LongLinesAreCutAroundTheDifferenceAndFitTheWidth) {
   EXPECT_NE(marked.find(" 1 tail"), std::string::npos) << marked;
   EXPECT_NE(marked.find("| > 1 ..."), std::string::npos) << marked;
   EXPECT_NE(marked.find(" 2 tail"), std::string::npos) << marked;
+  // Cut, the marked lines follow one above the other, wider.
+  const auto below = lines_of(report);
+  ASSERT_GE(below.size(), 5u) << report;
+  EXPECT_EQ(below[3].substr(0, 15), "  original: ...") << report;
+  EXPECT_EQ(below[4].substr(0, 15), "  rewrite:  ...") << report;
+  EXPECT_GT(columns(below[3]), columns(marked) / 2 + 30) << report;
+}
+
+TEST(DifferenceReport, MarkedLinesThatFitAreNotRepeated) {
+  const auto report = difference_report(compare_outputs("x 1\n", "x 2\n", {}, {}), {}, {});
+  EXPECT_EQ(report.find("  original: "), std::string::npos) << report;
 }
 
 TEST(DifferenceReport, LinesBeforeTheDifferenceAreCutAtTheirEnd) {

@@ -3,33 +3,12 @@
 // accuracy and sample count. Its data parallel version is verify_classifier_dist.cpp.
 //
 //   verify_classifier BATCH   prints "epoch E loss L accuracy A samples S" per epoch
+#include "verify_blobs.h"
+
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
-
-namespace {
-
-// 96 points of 3 classes around three centres, the same on every run (its own generator).
-class Blobs : public torch::data::datasets::Dataset<Blobs> {
-public:
-  Blobs() {
-    auto generator = at::detail::createCPUGenerator(21);
-    labels_ = torch::arange(96) % 3;
-    const auto centres =
-        torch::tensor({{2.0, 0.0, 0.0, 1.0}, {0.0, 2.0, 1.0, 0.0}, {0.0, 0.0, 2.0, 2.0}});
-    points_ = centres.index_select(0, labels_) + torch::randn({96, 4}, generator);
-  }
-  torch::data::Example<> get(size_t index) override {
-    return {points_[static_cast<int64_t>(index)], labels_[static_cast<int64_t>(index)]};
-  }
-  torch::optional<size_t> size() const override { return 96; }
-
-private:
-  torch::Tensor points_, labels_;
-};
-
-} // namespace
 
 int main(int argc, char **argv) {
   if (argc != 2) {

@@ -8,33 +8,12 @@
 //   verify_classifier_dist BATCH   under accel launch; prints what verify_classifier prints
 #include <accelerate/accelerate.h>
 
+#include "verify_blobs.h"
+
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
-
-namespace {
-
-// The same 96 points as verify_classifier's.
-class Blobs : public torch::data::datasets::Dataset<Blobs> {
-public:
-  Blobs() {
-    auto generator = at::detail::createCPUGenerator(21);
-    labels_ = torch::arange(96) % 3;
-    const auto centres =
-        torch::tensor({{2.0, 0.0, 0.0, 1.0}, {0.0, 2.0, 1.0, 0.0}, {0.0, 0.0, 2.0, 2.0}});
-    points_ = centres.index_select(0, labels_) + torch::randn({96, 4}, generator);
-  }
-  torch::data::Example<> get(size_t index) override {
-    return {points_[static_cast<int64_t>(index)], labels_[static_cast<int64_t>(index)]};
-  }
-  torch::optional<size_t> size() const override { return 96; }
-
-private:
-  torch::Tensor points_, labels_;
-};
-
-} // namespace
 
 int main(int argc, char **argv) {
   if (argc != 2) {
