@@ -1,9 +1,10 @@
-// `accel`: the launcher command line — launch, config, env, test.
+// `accel`: the launcher command line — launch, config, env, test, verify.
 #include "config_command.h"
 #include "env_command.h"
 #include "launch_arguments.h"
 #include "launch_command.h"
 #include "option_values.h"
+#include "verify_command.h"
 
 #include <accel/build_info.h>
 
@@ -65,6 +66,9 @@ int main(int argc, char **argv) {
   test->add_option("--num_processes,--num-processes", test_request.flags.num_processes)
       ->check(whole_number(1, std::numeric_limits<int>::max()));
 
+  VerifyRequest verify_request;
+  auto *verify = add_verify_command(app, verify_request);
+
   // `--` ends the launcher's options: accel launch [OPTIONS] -- PROGRAM [ARGS...].
   const LaunchArguments split = split_launch_arguments(argc, argv);
 
@@ -85,6 +89,11 @@ int main(int argc, char **argv) {
     if (launch->parsed()) {
       launch_request.command = launch_command_words(launch->remaining(), split);
       return run_launch(launch_request);
+    }
+    if (verify->parsed()) {
+      verify_request.stray = verify->remaining();
+      verify_request.args = split.after_dashes.value_or(std::vector<std::string>{});
+      return run_verify(verify_request, std::cout);
     }
     if (config_default->parsed()) {
       return run_config_default(config_file.value_or(default_config_path()), std::cout);

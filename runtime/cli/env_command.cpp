@@ -84,6 +84,23 @@ std::string malloc_tuning_state() {
   return accelerate::launch::describe(accelerate::launch::plan_host_allocator_tuning(wanted));
 }
 
+// How a program started from this environment shards its prepared loaders' batches.
+std::string split_batches_state() {
+  const char *setting = std::getenv("ACCELERATE_SPLIT_BATCHES");
+  const std::string value = setting == nullptr ? "" : setting;
+  const auto on = accelerate::launch::parse_switch(value);
+  if (!value.empty() && !on) {
+    return "refused: ACCELERATE_SPLIT_BATCHES='" + value +
+           "' is neither yes nor no (training stops at start-up)";
+  }
+  if (!value.empty() && *on) {
+    return "split: each process gets its part of every batch (ACCELERATE_SPLIT_BATCHES=" + value +
+           ")";
+  }
+  return "whole: each process gets every N-th batch (split_batches off; accel launch "
+         "--split_batches turns it on)";
+}
+
 } // namespace
 
 int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
@@ -106,6 +123,7 @@ int run_env(const std::optional<std::string> &config_file, std::ostream &out) {
       << "- Memory: " << memory_total() << "\n"
       << "- Shared-memory gradient sum (CPU, one machine): " << shared_memory_state() << "\n"
       << "- Malloc tuning (host memory of training processes): " << malloc_tuning_state() << "\n"
+      << "- Batches of prepared data loaders: " << split_batches_state() << "\n"
       << "- Config file: "
       << (have_config ? config_path
                       : config_path + (directory ? " (a directory, not a config file)" : " (none)"))

@@ -5,7 +5,7 @@ namespace accel::cli {
 LaunchArguments split_launch_arguments(int argc, const char *const *argv) {
   LaunchArguments split;
   split.launcher_argc = argc;
-  if (argc > 1 && std::string(argv[1]) == "launch") {
+  if (argc > 1 && (std::string(argv[1]) == "launch" || std::string(argv[1]) == "verify")) {
     for (int i = 2; i < argc; ++i) {
       if (std::string(argv[i]) == "--") {
         split.launcher_argc = i;

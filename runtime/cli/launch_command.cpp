@@ -27,41 +27,6 @@ std::atomic<int> g_stop_signal{0};
 
 extern "C" void remember_signal(int signal) { g_stop_signal.store(signal); }
 
-// Names: Accelerate spells flags with underscores; hyphens are accepted too.
-std::string both_spellings(const std::string &name) {
-  std::string hyphen = name;
-  for (auto &c : hyphen) {
-    c = c == '_' ? '-' : c;
-  }
-  return hyphen == name ? "--" + name : "--" + name + ",--" + hyphen;
-}
-
-/// PROGRAM as execve needs it: a path, looked up in PATH when it has no slash.
-std::string resolve_program(const std::string &program) {
-  namespace fs = std::filesystem;
-  auto runnable = [](const fs::path &path) {
-    return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (program.find('/') != std::string::npos) {
-    if (!runnable(program)) {
-      throw std::runtime_error("cannot run '" + program + "': " +
-                               (fs::exists(program) ? "not an executable file" : "no such file"));
-    }
-    return program;
-  }
-  const char *path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    const size_t end = std::min(dirs.find(':', start), dirs.size());
-    const auto candidate = fs::path(dirs.substr(start, end - start)) / program;
-    if (runnable(candidate)) {
-      return candidate.string();
-    }
-    start = end + 1;
-  }
-  throw std::runtime_error("cannot run '" + program + "': not found in PATH");
-}
-
 // Binds the rendezvous port for rank 0's store. On one machine a busy port is replaced by a
 // free one; across machines every launcher must agree on it, so a busy port is an error.
 int bind_store_socket(const std::string &address, int &port, bool single_machine) {
@@ -133,6 +98,31 @@ std::string compression_text(const LaunchConfig &config) {
 
 } // namespace
 
+std::string resolve_program(const std::string &program) {
+  namespace fs = std::filesystem;
+  auto runnable = [](const fs::path &path) {
+    return fs::is_regular_file(path) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (!runnable(program)) {
+      throw std::runtime_error("cannot run '" + program + "': " +
+                               (fs::exists(program) ? "not an executable file" : "no such file"));
+    }
+    return program;
+  }
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const auto candidate = fs::path(dirs.substr(start, end - start)) / program;
+    if (runnable(candidate)) {
+      return candidate.string();
+    }
+    start = end + 1;
+  }
+  throw std::runtime_error("cannot run '" + program + "': not found in PATH");
+}
+
 CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   constexpr long kAny = std::numeric_limits<int>::max();
   auto *launch =
@@ -181,6 +171,11 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
                                  "--main_process_ip and --main_process_port"));
   launch->add_flag(both_spellings("same_network"), request.same_network,
                    "The machines share a local network (accepted; the rendezvous is the same)");
+  // Not a config key (the request's, not LaunchConfig's): Accelerate 1.15 sets split_batches in
+  // code only, and its config loader refuses keys it does not know.
+  launch->add_flag(both_spellings("split_batches"), request.split_batches,
+                   "Split every batch across the processes, so that together they see the "
+                   "program's own batches (ACCELERATE_SPLIT_BATCHES; accel's own flag)");
   launch->add_flag("--debug", request.debug,
                    "Check distributed operations for errors (ACCELERATE_DEBUG_MODE)");
   launch->add_flag("-v,--verbose", request.verbose,
@@ -246,12 +241,13 @@ LaunchConfig flag_settings(const LaunchRequest &request) {
 }
 
 LaunchConfig effective_config(const std::optional<std::string> &config_file,
-                              const LaunchConfig &flags) {
+                              const LaunchConfig &flags, bool default_file) {
   LaunchConfig config;
   std::vector<std::string> notes;
   if (config_file) {
     config = load_config_file(*config_file, &notes);
-  } else if (const auto path = default_config_path(); std::filesystem::exists(path)) {
+  } else if (const auto path = default_config_path();
+             default_file && std::filesystem::exists(path)) {
     config = load_config_file(path, &notes);
   }
   for (const auto &note : notes) {
@@ -272,7 +268,7 @@ int run_launch(const LaunchRequest &request) {
   if (argv.empty()) {
     throw std::runtime_error("accel launch needs a PROGRAM to run (accel launch --help)");
   }
-  const auto config = effective_config(request.config_file, flags);
+  const auto config = effective_config(request.config_file, flags, request.default_config);
   const int world_size = config.num_processes.value_or(1);
   const int machines = config.num_machines.value_or(1);
   const int machine_rank = config.machine_rank.value_or(0);
@@ -320,7 +316,8 @@ int run_launch(const LaunchRequest &request) {
     std::cerr << "accel: machine " << machine_rank << " of " << machines << ": ranks " << first_rank
               << " to " << first_rank + per_machine - 1 << " of " << world_size
               << ", rendezvous at " << master_addr << ":" << port << ", " << threads
-              << " thread(s) per process" << compression_text(config) << "\n";
+              << " thread(s) per process" << compression_text(config)
+              << (request.split_batches ? ", every batch split across the processes" : "") << "\n";
   }
 
   struct sigaction action{};
@@ -352,6 +349,10 @@ int run_launch(const LaunchRequest &request) {
           std::to_string(config.gradient_accumulation_steps.value_or(1));
       spec.env["ACCELERATE_USE_CPU"] = config.use_cpu.value_or(false) ? "true" : "false";
       spec.env["ACCELERATE_DEBUG_MODE"] = config.debug.value_or(false) ? "true" : "false";
+      // Only when given: otherwise the workers inherit the launcher's environment.
+      if (request.split_batches) {
+        spec.env["ACCELERATE_SPLIT_BATCHES"] = "true";
+      }
       spec.env["ACCELERATE_TIMEOUT"] = std::to_string(request.rdzv_timeout);
       spec.env["ACCELERATE_RESTART_COUNT"] = std::to_string(attempt);
       spec.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
@@ -368,6 +369,9 @@ int run_launch(const LaunchRequest &request) {
         spec.env["ACCELERATE_STORE_LISTEN_FD"] = std::to_string(store_fd);
         spec.inherit_fds.push_back(store_fd);
       }
+      for (const auto &[name, value] : request.environment) {
+        spec.env[name] = value;
+      }
     }
 
     accelerate::launch::WorkerOutputOptions output_options;
@@ -382,8 +386,12 @@ int run_launch(const LaunchRequest &request) {
     {
       accelerate::launch::WorkerGroup group(
           specs,
-          [&output](int local, int stream, std::string_view chunk) {
-            output.add(local, stream, chunk);
+          [&output, &request, first_rank](int local, int stream, std::string_view chunk) {
+            if (stream == 1 && request.capture_stdout) {
+              request.capture_stdout(first_rank + local, chunk);
+            } else {
+              output.add(local, stream, chunk);
+            }
           },
           [&output] { return output.flush_due(); });
       exits = group.wait(
@@ -407,7 +415,8 @@ int run_launch(const LaunchRequest &request) {
       exit_code = 0;
       break;
     }
-    std::cerr << "accel: the job failed (root cause first; the other workers were stopped):\n"
+    std::cerr << "accel: " << request.job_name
+              << " failed (root cause first; the other workers were stopped):\n"
               << summary;
     if (attempt < request.max_restarts) {
       std::cerr << "accel: restarting every worker (restart " << attempt + 1 << " of "

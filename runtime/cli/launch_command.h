@@ -6,8 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace accel::cli {
@@ -22,6 +25,9 @@ struct LaunchRequest {
   bool no_python = false;     ///< --no_python: accepted; PROGRAM never runs under Python
   bool same_network = false;
   bool debug = false;
+  /// --split_batches: ACCELERATE_SPLIT_BATCHES=true for the workers. accel's own flag, and no
+  /// config key: Python Accelerate's config loader refuses keys it does not know.
+  bool split_batches = false;
   bool verbose = false; ///< -v: log the plan and each process's gradient transport
   int max_restarts = 0;
   double monitor_interval = 0.1; ///< seconds between checks on the workers
@@ -31,15 +37,27 @@ struct LaunchRequest {
   bool no_prefix = false;
   int only_rank = -1;
   std::vector<std::string> command; ///< PROGRAM ARGS...
+
+  // Set by commands that run jobs through launch (accel verify), never by a flag.
+  std::string job_name = "the job"; ///< in the launcher's messages: "the job failed"
+  bool default_config = true; ///< without config_file: Accelerate's default file, if it exists
+  std::map<std::string, std::string> environment; ///< for every worker, over the launcher's
+  /// When set, the workers' stdout comes here (global rank, a chunk as it arrives) instead of
+  /// the console; their stderr is shown as usual.
+  std::function<void(int rank, std::string_view chunk)> capture_stdout;
 };
 
 /// Adds the `launch` subcommand's options, storing into `request`.
 CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request);
 
-/// The settings in effect: flags over the config file (--config_file, or the default file if
-/// it exists) over defaults. Prints notes about ignored keys to stderr.
+/// The settings in effect: flags over the config file (--config_file, or with `default_file`
+/// the default file if it exists) over defaults. Prints notes about ignored keys to stderr.
 LaunchConfig effective_config(const std::optional<std::string> &config_file,
-                              const LaunchConfig &flags);
+                              const LaunchConfig &flags, bool default_file = true);
+
+/// PROGRAM as execve needs it: a path, looked up in PATH when it has no slash. Throws
+/// std::runtime_error ("cannot run 'x': not found in PATH") when there is none to run.
+std::string resolve_program(const std::string &program);
 
 /// The request's flags as config settings (--cpu, --multi_gpu, --debug, --same_network folded
 /// in); throws std::runtime_error for flags that contradict each other or do not apply.

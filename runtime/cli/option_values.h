@@ -10,6 +10,10 @@
 
 namespace accel::cli {
 
+/// "--name,--name-with-hyphens": Accelerate spells its flags with underscores; hyphens are
+/// accepted too.
+std::string both_spellings(const std::string &name);
+
 /// A whole number from `lowest` to `highest`.
 CLI::Validator whole_number(long lowest, long highest);
 
@@ -21,6 +25,9 @@ CLI::Validator seconds_between(double lowest, double highest);
 inline constexpr double kMinTimeoutSeconds = 0.001, kMaxTimeoutSeconds = 604800;
 /// --monitor_interval: 10 ms (shorter would keep the launcher busy) to an hour.
 inline constexpr double kMinMonitorSeconds = 0.01, kMaxMonitorSeconds = 3600;
+
+/// A number from 0 to `highest` (a tolerance, say).
+CLI::Validator non_negative_number(double highest);
 
 /// One of `allowed`, spelled exactly; `why` (if any) follows the message about another value.
 CLI::Validator one_of(const std::vector<std::string> &allowed, const std::string &why = "");

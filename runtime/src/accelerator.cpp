@@ -97,6 +97,9 @@ Options resolve(Options options) {
   if (!options.tune_malloc) {
     options.tune_malloc = launch::environment_switch("ACCELERATE_MALLOC_TUNING", true);
   }
+  if (!options.split_batches) {
+    options.split_batches = launch::environment_switch("ACCELERATE_SPLIT_BATCHES", false);
+  }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
   }
@@ -257,6 +260,7 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   loader_context->rank = process.info.rank;
   loader_context->world_size = process.info.world_size;
   loader_context->even_batches = process.options.even_batches;
+  loader_context->split_batches = *process.options.split_batches;
   if (process.group) {
     std::weak_ptr<detail::ProcessGroup> weak_group = process.group;
     loader_context->broadcast_indices = [weak_group](std::vector<int64_t> &indices) {

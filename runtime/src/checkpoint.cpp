@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -129,6 +130,7 @@ void save_process_state(const detail::PreparedObjects &prepared,
     const auto &p = *loaders[i];
     archive.write(key + "dataset_size", torch::tensor(static_cast<int64_t>(p.dataset_size)));
     archive.write(key + "batch_size", torch::tensor(static_cast<int64_t>(p.batch_size)));
+    archive.write(key + "split_batches", torch::tensor(static_cast<int64_t>(p.split_batches)));
     archive.write(key + "order", torch::tensor(p.order, torch::kInt64));
     archive.write(key + "delivered", torch::tensor(static_cast<int64_t>(p.delivered)));
     archive.write(key + "batches", torch::tensor(static_cast<int64_t>(p.batches)));
@@ -180,9 +182,10 @@ SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
     state.cuda_rng.emplace_back();
     archive.read("rng/cuda_" + std::to_string(i), state.cuda_rng.back());
   }
-  // Saved loaders are matched in order to the live ones of the same dataset size and batch
-  // size; a loader made per epoch (evaluation) may exist on one side only. What must not be
-  // lost is a loader in the middle of an epoch.
+  // Saved loaders are matched in order to the live ones of the same dataset size, batch size
+  // and split_batches (a position counts whole batches or slices of batches); a loader made
+  // per epoch (evaluation) may exist on one side only. What must not be lost is a loader in
+  // the middle of an epoch.
   const auto live = live_loaders(prepared);
   state.loaders.resize(live.size());
   size_t next_live = 0;
@@ -192,6 +195,9 @@ SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
     detail::LoaderProgress saved;
     saved.dataset_size = static_cast<size_t>(read_int(archive, key + "dataset_size"));
     saved.batch_size = static_cast<size_t>(read_int(archive, key + "batch_size"));
+    // Checkpoints from before split_batches have no such key: their loaders were not split.
+    torch::Tensor split;
+    saved.split_batches = archive.try_read(key + "split_batches", split) && split.item<int64_t>();
     torch::Tensor order;
     archive.read(key + "order", order);
     order = order.contiguous();
@@ -202,16 +208,26 @@ SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
     saved.resume = saved.delivered < saved.batches;
     size_t match = next_live;
     while (match < live.size() && (live[match]->dataset_size != saved.dataset_size ||
-                                   live[match]->batch_size != saved.batch_size)) {
+                                   live[match]->batch_size != saved.batch_size ||
+                                   live[match]->split_batches != saved.split_batches)) {
       ++match;
     }
     if (match == live.size()) {
       if (saved.resume) {
-        throw std::runtime_error("accelerate: load_state: " + path.parent_path().string() +
-                                 " holds a loader of " + std::to_string(saved.dataset_size) +
-                                 " samples in batches of " + std::to_string(saved.batch_size) +
-                                 " in the middle of an epoch, and this program has " +
-                                 "no such loader yet: call prepare_data_loader before load_state");
+        const bool split_differs = std::any_of(live.begin(), live.end(), [&](const auto &loader) {
+          return loader->dataset_size == saved.dataset_size &&
+                 loader->batch_size == saved.batch_size;
+        });
+        throw std::runtime_error(
+            "accelerate: load_state: " + path.parent_path().string() + " holds a loader of " +
+            std::to_string(saved.dataset_size) + " samples in batches of " +
+            std::to_string(saved.batch_size) +
+            (saved.split_batches ? " split across the processes" : "") +
+            " in the middle of an epoch, and this program has " +
+            (split_differs
+                 ? std::string("it with split_batches ") + (saved.split_batches ? "off" : "on") +
+                       ": resume with split_batches as it was when saved"
+                 : "no such loader yet: call prepare_data_loader before load_state"));
       }
       continue; // finished or not begun: nothing to continue
     }

@@ -1,15 +1,68 @@
 #include "accelerate/data_loader.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace accelerate::detail {
+namespace {
+
+// The order, extended from its start (round and round for a tiny dataset) to `size` samples.
+std::vector<int64_t> wrapped(const std::vector<int64_t> &order, size_t size) {
+  std::vector<int64_t> extended = order;
+  for (size_t i = 0; extended.size() < size; i = (i + 1) % order.size()) {
+    extended.push_back(order[i]);
+  }
+  return extended;
+}
+
+// split_batches: global batch k is order[k*B, (k+1)*B); this process takes its consecutive
+// B/N rows of each, so the processes' slices of batch k, in rank order, are that batch.
+ShardPlan plan_split(const std::vector<int64_t> &order, size_t batch_size, size_t rank,
+                     size_t world, bool even_batches, bool drop_last) {
+  ShardPlan plan;
+  const size_t samples = order.size();
+  const size_t slice = batch_size / world;
+  const size_t full = samples / batch_size;
+  const size_t tail = samples % batch_size;
+  std::vector<int64_t> extended = order;
+  size_t batches = full;
+  if (tail != 0 && !drop_last && even_batches) {
+    // The partial batch is filled from the start of the epoch: every process gets B/N rows,
+    // and gather_for_metrics keeps the first `tail` rows of the gathered batch.
+    batches = full + 1;
+    extended = wrapped(order, batches * batch_size);
+    plan.remainder = static_cast<int64_t>(tail);
+  }
+  for (size_t k = 0; k < batches; ++k) {
+    const auto begin =
+        extended.begin() + static_cast<std::ptrdiff_t>(k * batch_size + rank * slice);
+    plan.batches.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(slice));
+  }
+  if (tail != 0 && !drop_last && !even_batches && rank * slice < tail) {
+    // Without even_batches the partial batch is cut as it is: the processes whose rows it
+    // reaches get them (the last of those fewer than B/N), the others one batch fewer.
+    const auto begin =
+        order.begin() + static_cast<std::ptrdiff_t>(full * batch_size + rank * slice);
+    const size_t rows = std::min(slice, tail - rank * slice);
+    plan.batches.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(rows));
+  }
+  return plan;
+}
+
+} // namespace
 
 ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int rank, int world_size,
-                     bool even_batches, bool drop_last) {
+                     bool even_batches, bool drop_last, bool split_batches) {
   TORCH_CHECK(batch_size > 0, "accelerate: the batch size must be positive");
   ShardPlan plan;
   const size_t samples = order.size();
   const size_t world = static_cast<size_t>(world_size);
   if (samples == 0) {
     return plan;
+  }
+  if (split_batches && world > 1) {
+    check_split_batch_size(batch_size, world_size);
+    return plan_split(order, batch_size, static_cast<size_t>(rank), world, even_batches, drop_last);
   }
   std::vector<int64_t> extended = order;
   size_t batches = 0;
@@ -20,9 +73,7 @@ ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int r
     const size_t total = (samples + batch_size - 1) / batch_size;
     batches = (total + world - 1) / world * world;
     const size_t needed = batches * batch_size;
-    for (size_t i = 0; extended.size() < needed; i = (i + 1) % samples) {
-      extended.push_back(order[i]);
-    }
+    extended = wrapped(order, needed);
     const size_t step = batch_size * world;
     plan.remainder = needed == samples ? -1 : static_cast<int64_t>(samples % step);
     if (plan.remainder == 0) {
@@ -37,6 +88,22 @@ ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int r
     plan.batches.emplace_back(extended.begin() + begin, extended.begin() + end);
   }
   return plan;
+}
+
+void check_split_batch_size(size_t batch_size, int world_size) {
+  const auto world = static_cast<size_t>(world_size);
+  if (batch_size % world == 0) {
+    return;
+  }
+  const size_t below = batch_size / world * world;
+  const size_t above = below + world;
+  throw std::invalid_argument(
+      "accelerate: prepare_data_loader: split_batches gives each of the " +
+      std::to_string(world_size) + " processes an equal part of every batch, but the batch size " +
+      std::to_string(batch_size) + " is not a multiple of " + std::to_string(world_size) +
+      "; use a batch size that is (" + (below > 0 ? std::to_string(below) + " or " : "") +
+      std::to_string(above) + "), or turn split_batches off (Options::split_batches, " +
+      "ACCELERATE_SPLIT_BATCHES, accel launch --split_batches)");
 }
 
 } // namespace accelerate::detail

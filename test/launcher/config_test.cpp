@@ -178,6 +178,28 @@ TEST(Config, EnvSaysWhetherTrainingProcessesTuneMalloc) {
       << result.out;
 }
 
+TEST(Config, EnvSaysWhetherLoadersSplitBatches) {
+  auto result = run_command({ACCEL_BIN, "env"}, kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("- Batches of prepared data loaders: whole: each process gets every "
+                            "N-th batch"),
+            std::string::npos)
+      << result.out;
+  auto split = kIsolated;
+  split["ACCELERATE_SPLIT_BATCHES"] = "on";
+  result = run_command({ACCEL_BIN, "env"}, split);
+  EXPECT_NE(result.out.find("loaders: split: each process gets its part of every batch "
+                            "(ACCELERATE_SPLIT_BATCHES=on)"),
+            std::string::npos)
+      << result.out;
+  split["ACCELERATE_SPLIT_BATCHES"] = "sometimes";
+  result = run_command({ACCEL_BIN, "env"}, split);
+  EXPECT_NE(result.out.find("loaders: refused: ACCELERATE_SPLIT_BATCHES='sometimes' is neither "
+                            "yes nor no"),
+            std::string::npos)
+      << result.out;
+}
+
 TEST(Config, UnknownKeysAndBadValuesNameFileLineColumnAndKey) {
   const auto dir = accel_test::make_temp_dir("config-errors");
   const auto unknown = write(dir, "unknown.yaml", "num_processes: 2\nnum_procesess: 3\n");

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace {
 
 using accel_test::run_command;
@@ -81,6 +84,42 @@ TEST(Flags, PowerSgdSettingsReachTheWorkers) {
                             "--comm_hook powersgd (comm_hook is no)"),
             std::string::npos)
       << result.err;
+}
+
+// accel's own flag (Accelerate 1.15 sets split_batches in code, and has no launch flag for it):
+// every worker gets ACCELERATE_SPLIT_BATCHES=true, only when given, so that otherwise the
+// launcher's environment passes through. It is no config key: Accelerate's config loader
+// refuses keys it does not know, and so does ours.
+TEST(Flags, SplitBatchesReachTheWorkersAndIsNoConfigKey) {
+  const std::vector<std::string> echo = {"/bin/sh", "-c", "echo ${ACCELERATE_SPLIT_BATCHES-unset}"};
+  auto with = [&](std::vector<std::string> flags,
+                  const std::map<std::string, std::string> &env = kIsolated) {
+    flags.insert(flags.end(), echo.begin(), echo.end());
+    return run_command(launch(flags), env);
+  };
+  auto result = with({"--split_batches", "--num_processes", "2", "-v"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[rank0] true\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[rank1] true\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("every batch split across the processes"), std::string::npos)
+      << result.err;
+  result = with({"--split-batches"});
+  EXPECT_EQ(result.out, "[rank0] true\n") << result.err;
+  result = with({});
+  EXPECT_EQ(result.out, "[rank0] unset\n") << result.err;
+  auto inherited = kIsolated;
+  inherited["ACCELERATE_SPLIT_BATCHES"] = "1";
+  result = with({}, inherited);
+  EXPECT_EQ(result.out, "[rank0] 1\n") << result.err;
+
+  const auto dir = accel_test::make_temp_dir("split-batches-config");
+  const auto file = dir + "/split.yaml";
+  std::ofstream(file) << "num_processes: 2\nsplit_batches: true\n";
+  result = run_command(launch({"--config_file", file, "/bin/true"}), kIsolated);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(file + ":2:1: key 'split_batches': unknown key"), std::string::npos)
+      << result.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Flags, ModuleDoesNotApplyToNativePrograms) {

@@ -377,14 +377,20 @@ TEST(Accelerator, YesNoSwitchesFromTheEnvironmentRefuseOtherWords) {
   setenv("ACCELERATE_USE_CPU", "On", 1);
   setenv("ACCELERATE_SHARED_MEMORY", "0", 1);
   setenv("ACCELERATE_MALLOC_TUNING", "no", 1);
+  EXPECT_EQ(accelerate::Accelerator().options().split_batches, false) << "off by default";
+  setenv("ACCELERATE_SPLIT_BATCHES", "YES", 1);
   {
     accelerate::Accelerator accelerator;
     EXPECT_EQ(accelerator.options().cpu, true);
     EXPECT_EQ(accelerator.options().shared_memory, false);
     EXPECT_EQ(accelerator.options().tune_malloc, false);
+    EXPECT_EQ(accelerator.options().split_batches, true);
   }
-  for (const char *name :
-       {"ACCELERATE_USE_CPU", "ACCELERATE_SHARED_MEMORY", "ACCELERATE_MALLOC_TUNING"}) {
+  accelerate::Options in_code;
+  in_code.split_batches = false;
+  EXPECT_EQ(accelerate::Accelerator(in_code).options().split_batches, false) << "code wins";
+  for (const char *name : {"ACCELERATE_USE_CPU", "ACCELERATE_SHARED_MEMORY",
+                           "ACCELERATE_MALLOC_TUNING", "ACCELERATE_SPLIT_BATCHES"}) {
     setenv(name, "perhaps", 1);
     try {
       accelerate::Accelerator accelerator;
@@ -399,6 +405,7 @@ TEST(Accelerator, YesNoSwitchesFromTheEnvironmentRefuseOtherWords) {
   unsetenv("ACCELERATE_USE_CPU");
   unsetenv("ACCELERATE_SHARED_MEMORY");
   unsetenv("ACCELERATE_MALLOC_TUNING");
+  unsetenv("ACCELERATE_SPLIT_BATCHES");
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace {
@@ -27,10 +28,12 @@ const std::map<std::string, std::string> kIsolated = {{"HF_HOME", "/nonexistent-
 
 CommandResult train(int processes, const std::string &project, const std::string &out,
                     std::vector<std::string> flags,
-                    std::map<std::string, std::string> env = kIsolated) {
+                    std::map<std::string, std::string> env = kIsolated,
+                    const std::vector<std::string> &launch_flags = {}) {
   std::vector<std::string> argv;
   if (processes > 1) {
     argv = {ACCEL_BIN, "launch", "--num_processes", std::to_string(processes)};
+    argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
   }
   argv.insert(argv.end(), {RESUME_PROGRAM, "--project", project, "--out", out});
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -59,14 +62,17 @@ std::string describe(const CommandResult &result) {
          result.err;
 }
 
-void expect_exact_resume(int processes, const std::vector<std::string> &extra_flags) {
+void expect_exact_resume(int processes, const std::vector<std::string> &extra_flags,
+                         const std::vector<std::string> &launch_flags = {}) {
   const auto dir = accel_test::make_temp_dir("resume-" + std::to_string(processes));
-  const auto straight = train(processes, dir + "/straight", dir + "/straight.pt", extra_flags);
+  const auto straight = train(processes, dir + "/straight", dir + "/straight.pt", extra_flags,
+                              kIsolated, launch_flags);
   ASSERT_EQ(straight.exit_code, 0) << describe(straight);
 
   auto flags = extra_flags;
   flags.insert(flags.end(), {"--kill-after-step", std::to_string(kHalfway)});
-  const auto killed = train(processes, dir + "/job", dir + "/killed.pt", flags);
+  const auto killed =
+      train(processes, dir + "/job", dir + "/killed.pt", flags, kIsolated, launch_flags);
   ASSERT_NE(killed.exit_code, 0) << "the run was to be killed at step " << kHalfway << "\n"
                                  << describe(killed);
   ASSERT_FALSE(fs::exists(dir + "/killed.pt"));
@@ -77,9 +83,14 @@ void expect_exact_resume(int processes, const std::vector<std::string> &extra_fl
 
   flags = extra_flags;
   flags.push_back("--resume");
-  const auto resumed = train(processes, dir + "/job", dir + "/resumed.pt", flags);
+  const auto resumed =
+      train(processes, dir + "/job", dir + "/resumed.pt", flags, kIsolated, launch_flags);
   ASSERT_EQ(resumed.exit_code, 0) << describe(resumed);
   EXPECT_NE(resumed.out.find("resumed from"), std::string::npos) << resumed.out;
+  const bool split =
+      std::find(launch_flags.begin(), launch_flags.end(), "--split_batches") != launch_flags.end();
+  EXPECT_EQ(resumed.out.find("every batch split across 2 processes") != std::string::npos, split)
+      << resumed.out;
   expect_bit_identical(dir + "/straight.pt", dir + "/resumed.pt");
   fs::remove_all(dir);
 }
@@ -90,6 +101,12 @@ TEST(CheckpointResume, KilledHalfwayAndResumedEqualsStraightRunOneProcess) {
 
 TEST(CheckpointResume, KilledHalfwayAndResumedEqualsStraightRunTwoProcesses) {
   expect_exact_resume(2, {});
+}
+
+// accel launch --split_batches reaches the program (it says so), and a split epoch resumes
+// exactly where it was killed.
+TEST(CheckpointResume, SplitBatchesResumeExactlyTwoProcesses) {
+  expect_exact_resume(2, {}, {"--split_batches"});
 }
 
 TEST(CheckpointResume, Fp16LossScaleIsResumedTooTwoProcesses) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <numeric>
 
 namespace {
@@ -47,6 +48,34 @@ TEST(ShardPlan, DropLastAndUnevenBatches) {
   EXPECT_EQ(plan_shard(range(22), 3, 1, 2, false, false).batches.back(), (std::vector<size_t>{21}));
   EXPECT_EQ(plan_shard(range(19), 3, 1, 2, false, false).batches.size(), 3u);
   EXPECT_EQ(plan_shard(range(19), 3, 0, 2, false, false).batches.size(), 4u);
+}
+
+// split_batches: every process takes its consecutive B/N rows of every batch.
+TEST(ShardPlan, SplitBatchesGiveEachProcessItsRowsOfEveryBatch) {
+  // 22 samples in batches of 4: five full batches and [20, 21], filled from the start.
+  const auto first = plan_shard(range(22), 4, 0, 2, true, false, true);
+  const auto second = plan_shard(range(22), 4, 1, 2, true, false, true);
+  EXPECT_EQ(first.batches, (Batches{{0, 1}, {4, 5}, {8, 9}, {12, 13}, {16, 17}, {20, 21}}));
+  EXPECT_EQ(second.batches, (Batches{{2, 3}, {6, 7}, {10, 11}, {14, 15}, {18, 19}, {0, 1}}));
+  EXPECT_EQ(second.remainder, 2); // [20, 21] are real; [0, 1] repeat
+  EXPECT_EQ(plan_shard(range(24), 4, 1, 2, true, false, true).remainder, -1);
+  // A dataset smaller than one batch goes round as often as it takes.
+  EXPECT_EQ(plan_shard(range(3), 8, 1, 2, true, false, true).batches, (Batches{{1, 2, 0, 1}}));
+  // drop_last drops the partial batch only: every full one is shared.
+  EXPECT_EQ(plan_shard(range(22), 4, 1, 2, true, true, true).batches.size(), 5u);
+  EXPECT_EQ(plan_shard(range(22), 4, 1, 2, true, true, true).batches.back(),
+            (std::vector<size_t>{18, 19}));
+  // even_batches off: the partial batch is cut as it is; a process it does not reach gets one
+  // batch fewer, and the last one it reaches may get fewer rows.
+  EXPECT_EQ(plan_shard(range(22), 4, 0, 2, false, false, true).batches.back(),
+            (std::vector<size_t>{20, 21}));
+  EXPECT_EQ(plan_shard(range(22), 4, 1, 2, false, false, true).batches.size(), 5u);
+  EXPECT_EQ(plan_shard(range(23), 4, 1, 2, false, false, true).batches.back(),
+            (std::vector<size_t>{22}));
+  EXPECT_EQ(plan_shard(range(23), 4, 1, 2, false, false, true).remainder, -1);
+  // One process: the plain loader's batches.
+  EXPECT_EQ(plan_shard(range(7), 3, 0, 1, true, false, true).batches,
+            (Batches{{0, 1, 2}, {3, 4, 5}, {6}}));
 }
 
 TEST(ShardPlan, OneProcessTakesEverythingInOrder) {
@@ -135,6 +164,194 @@ TEST(ShardedLoader, GatherForMetricsCountsEverySampleOnce) {
       auto all = std::get<0>(torch::cat(seen).sort());
       EXPECT_TRUE(torch::equal(all, torch::arange(22))) << all;
       EXPECT_EQ(torch::cat(seen_plain).numel(), 24) << "gather keeps the repeated samples";
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+using SplitLoader = accelerate::ShardedDataLoader<
+    torch::data::datasets::MapDataset<IndexDataset, torch::data::transforms::Stack<>>,
+    torch::data::samplers::RandomSampler>;
+
+accelerate::Options split_batches(bool even_batches = true) {
+  accelerate::Options options;
+  options.split_batches = true;
+  options.even_batches = even_batches;
+  return options;
+}
+
+std::vector<int64_t> values(const torch::Tensor &tensor) {
+  auto flat = tensor.reshape({-1}).to(torch::kCPU).contiguous();
+  return {flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel()};
+}
+
+// What the plain LibTorch loader of one process gives: `epochs` epochs of batches.
+std::vector<std::vector<int64_t>> plain_batches(size_t size, torch::data::DataLoaderOptions options,
+                                                int epochs, uint64_t seed) {
+  torch::manual_seed(seed);
+  auto loader = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
+      IndexDataset(size).map(torch::data::transforms::Stack<>()), options);
+  std::vector<std::vector<int64_t>> batches;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    for (auto &batch : *loader) {
+      batches.push_back(values(batch.data));
+    }
+  }
+  return batches;
+}
+
+std::unique_ptr<SplitLoader> split_loader(accelerate::Accelerator &accelerator, size_t size,
+                                          torch::data::DataLoaderOptions options, uint64_t seed) {
+  // The sampler draws from the global generator, on process 0 only, as the plain loader does.
+  torch::manual_seed(seed);
+  return accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(
+      IndexDataset(size).map(torch::data::transforms::Stack<>()), options);
+}
+
+// The whole point of split_batches: the processes' rows of batch k, in rank order, are the
+// plain loader's batch k, shuffles included; the last batch is filled from the start of the
+// epoch, and gather_for_metrics drops exactly those rows.
+TEST(ShardedLoader, SplitBatchesTogetherAreThePlainLoadersBatches) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    const auto expected = plain_batches(22, 4, 2, 5);
+    accelerate::Accelerator accelerator(split_batches());
+    auto loader = split_loader(accelerator, 22, 4, 5);
+    std::vector<std::vector<int64_t>> together, counted;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (auto &batch : *loader) {
+        EXPECT_EQ(batch.data.size(0), 2) << "every process gets B/N rows";
+        together.push_back(values(accelerator.gather(batch.data)));
+        counted.push_back(values(accelerator.gather_for_metrics(batch.data)));
+      }
+    }
+    ASSERT_EQ(counted.size(), expected.size());
+    EXPECT_EQ(counted, expected);
+    // The filled-up last batch of each epoch: its 2 real rows, then the epoch's first 2.
+    for (size_t last : {size_t{5}, size_t{11}}) {
+      const auto &first_of_epoch = expected[last - 5];
+      EXPECT_EQ(together[last], (std::vector<int64_t>{expected[last][0], expected[last][1],
+                                                      first_of_epoch[0], first_of_epoch[1]}));
+    }
+    EXPECT_NE(expected[0], expected[6]) << "a new shuffle each epoch";
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ShardedLoader, SplitBatchesWithDropLastDropTheOnePartialBatch) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    const auto options = torch::data::DataLoaderOptions(4).drop_last(true);
+    const auto expected = plain_batches(22, options, 1, 6);
+    ASSERT_EQ(expected.size(), 5u);
+    accelerate::Accelerator accelerator(split_batches());
+    auto loader = split_loader(accelerator, 22, options, 6);
+    std::vector<std::vector<int64_t>> together;
+    for (auto &batch : *loader) {
+      together.push_back(values(accelerator.gather_for_metrics(batch.data)));
+    }
+    EXPECT_EQ(together, expected);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// even_batches off: the partial batch (3 rows of 4) is cut as it is, rank 0 gets 2 rows and
+// rank 1 one; with 1 row, rank 1 gets no sixth batch at all.
+TEST(ShardedLoader, SplitBatchesWithoutEvenBatchesCutTheLastBatchAsItIs) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator(split_batches(/*even_batches=*/false));
+    for (const size_t size : {23, 21}) {
+      const auto expected = plain_batches(size, 4, 1, 7);
+      auto loader = split_loader(accelerator, size, 4, 7);
+      std::vector<std::vector<int64_t>> mine;
+      for (auto &batch : *loader) {
+        mine.push_back(values(batch.data));
+      }
+      const auto &tail = expected.back();
+      if (size == 21 && peer.rank == 1) {
+        ASSERT_EQ(mine.size(), 5u);
+        continue;
+      }
+      ASSERT_EQ(mine.size(), 6u);
+      const auto begin = tail.begin() + 2 * peer.rank;
+      EXPECT_EQ(mine.back(), std::vector<int64_t>(begin, std::min(begin + 2, tail.end())));
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ShardedLoader, SplitBatchesRefuseABatchSizeTheProcessesCannotShare) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    accelerate::Accelerator accelerator(split_batches());
+    try {
+      split_loader(accelerator, 22, 5, 1);
+      ADD_FAILURE() << "a batch of 5 was split across 2 processes";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_EQ(std::string(error.what()),
+                "accelerate: prepare_data_loader: split_batches gives each of the 2 processes an "
+                "equal part of every batch, but the batch size 5 is not a multiple of 2; use a "
+                "batch size that is (4 or 6), or turn split_batches off (Options::split_batches, "
+                "ACCELERATE_SPLIT_BATCHES, accel launch --split_batches)");
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// A checkpoint in the middle of a split epoch: the resumed loader continues with the rows it
+// would have had, and the next epoch's shuffle is the same too. Resuming it without
+// split_batches is refused (a position counts slices, not whole batches).
+TEST(ShardedLoader, SplitBatchesResumeInTheMiddleOfAnEpoch) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    const auto dir = (std::filesystem::temp_directory_path() /
+                      ("accel-split-resume-" + std::to_string(accel_test::job_id())))
+                         .string();
+    std::vector<std::vector<int64_t>> straight;
+    {
+      accelerate::Accelerator accelerator(split_batches());
+      auto loader = split_loader(accelerator, 22, 4, 8);
+      for (int epoch = 0; epoch < 2; ++epoch) {
+        size_t seen = 0;
+        for (auto &batch : *loader) {
+          if (epoch == 0 && ++seen == 3) {
+            accelerator.save_state(dir);
+            straight.clear(); // what follows the checkpoint
+            continue;
+          }
+          straight.push_back(values(batch.data));
+        }
+      }
+    }
+    {
+      accelerate::Accelerator accelerator(split_batches());
+      auto loader = split_loader(accelerator, 22, 4, 99); // the checkpoint decides the order
+      accelerator.load_state(dir);
+      EXPECT_EQ(loader->completed_epochs(), 0);
+      std::vector<std::vector<int64_t>> resumed;
+      for (int epoch = loader->completed_epochs(); epoch < 2; ++epoch) {
+        for (auto &batch : *loader) {
+          resumed.push_back(values(batch.data));
+        }
+      }
+      EXPECT_EQ(resumed, straight);
+    }
+    {
+      accelerate::Options whole;
+      whole.split_batches = false;
+      accelerate::Accelerator accelerator(whole);
+      auto loader = split_loader(accelerator, 22, 4, 8);
+      try {
+        accelerator.load_state(dir);
+        ADD_FAILURE() << "a split position was resumed by a loader of whole batches";
+      } catch (const std::runtime_error &error) {
+        EXPECT_NE(std::string(error.what())
+                      .find("holds a loader of 22 samples in batches of 4 split across the "
+                            "processes in the middle of an epoch, and this program has it with "
+                            "split_batches off"),
+                  std::string::npos)
+            << error.what();
+      }
+      accelerator.wait_for_everyone();
+      if (accelerator.is_main_process()) {
+        std::filesystem::remove_all(dir);
+      }
     }
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));

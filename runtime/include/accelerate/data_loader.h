@@ -19,6 +19,7 @@ namespace detail {
 struct LoaderProgress {
   size_t dataset_size = 0; ///< what the loader was made with, to match it at load_state
   size_t batch_size = 0;
+  bool split_batches = false; ///< batches split across processes: `delivered` counts slices
   std::vector<int64_t> order; ///< the current epoch's sample order, the same on every process
   size_t delivered = 0;       ///< batches of the current epoch handed to the program
   size_t batches = 0;         ///< batches of the current epoch for this process
@@ -36,6 +37,8 @@ struct LoaderContext {
   int rank = 0;
   int world_size = 1;
   bool even_batches = true;
+  /// Each batch of the loader's batch size is split across the processes (Options::split_batches).
+  bool split_batches = false;
   /// Replaces `indices` on every process with process 0's.
   std::function<void(std::vector<int64_t> &indices)> broadcast_indices;
   /// Every loader made by the accelerator, in order of creation (for checkpoints).
@@ -57,8 +60,15 @@ struct ShardPlan {
 /// Batch k of the epoch goes to process k % world_size. With even_batches (and not drop_last)
 /// the order is extended from its start until every process has equally many full batches;
 /// with drop_last the partial batch and the batches that cannot be shared evenly are dropped.
+/// With split_batches every process takes rows [rank*B/N, (rank+1)*B/N) of every batch k
+/// instead; even_batches fills the partial last batch from the start of the epoch, drop_last
+/// drops it, and neither cuts it as it is (processes past its end get one batch fewer).
 ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int rank, int world_size,
-                     bool even_batches, bool drop_last);
+                     bool even_batches, bool drop_last, bool split_batches = false);
+
+/// Throws std::invalid_argument, saying what to do, when split_batches cannot split batches of
+/// `batch_size` evenly across `world_size` processes.
+void check_split_batch_size(size_t batch_size, int world_size);
 
 /// Moves a batch to the device. Examples and tensors move; other batch types are returned as
 /// they are (the program moves them itself).
@@ -128,7 +138,7 @@ public:
       ++progress.epochs_begun;
     }
     s.plan = plan_shard(progress.order, s.batch_size, s.context->rank, s.context->world_size,
-                        s.context->even_batches, s.drop_last);
+                        s.context->even_batches, s.drop_last, progress.split_batches);
     progress.batches = s.plan.batches.size();
     s.next = progress.resume ? progress.delivered : 0;
     progress.resume = false;
@@ -171,9 +181,13 @@ public:
       : context_(std::move(context)) {
     const auto size = dataset.size();
     TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a sized dataset");
+    if (context_->split_batches) {
+      detail::check_split_batch_size(options.batch_size(), context_->world_size);
+    }
     progress_ = std::make_shared<detail::LoaderProgress>();
     progress_->dataset_size = *size;
     progress_->batch_size = options.batch_size();
+    progress_->split_batches = context_->split_batches && context_->world_size > 1;
     // Loaders made per epoch come and go: keep the list to the living.
     auto &loaders = context_->loaders;
     loaders.erase(std::remove_if(loaders.begin(), loaders.end(),
@@ -242,7 +256,8 @@ public:
   }
   Iterator end() { return Iterator(this, inner_->end()); }
 
-  /// Number of batches this process gets in the current epoch.
+  /// Number of batches this process gets in the current epoch (with split_batches, its slices
+  /// of the epoch's batches).
   size_t size() const { return state_->plan.batches.size(); }
 
   /// Epochs whose every batch was handed out; an epoch in progress does not count. After

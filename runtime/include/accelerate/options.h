@@ -75,6 +75,13 @@ struct Options {
   /// Prepared loaders give every process the same number of equal-size batches by wrapping
   /// the tail of the dataset around to its start (see gather_for_metrics).
   bool even_batches = true;
+  /// Prepared loaders split every batch across the processes (Accelerate's
+  /// DataLoaderConfiguration(split_batches=True)): the global batch is the loader's batch
+  /// size B, and process r takes rows [r*B/N, (r+1)*B/N) of each, so together the processes
+  /// see exactly the batches one process would. B must be a multiple of the number of
+  /// processes. false: every process takes whole batches, every N-th one (global batch N*B).
+  /// Env: ACCELERATE_SPLIT_BATCHES (accel launch --split_batches). Default false.
+  std::optional<bool> split_batches;
   /// "no", "bf16" or "fp16" (see Accelerator::autocast); "" takes ACCELERATE_MIXED_PRECISION,
   /// else "no".
   std::string mixed_precision;

@@ -85,10 +85,15 @@ int main(int argc, char **argv) {
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   torch::optim::StepLR scheduler(optimizer, /*step_size=*/4, /*gamma=*/0.5);
   accelerator.prepare(model, optimizer, scheduler);
-  // 48 samples, 8 a step in all (4 per process on 2): 6 steps an epoch.
+  // 48 samples, 8 a step in all (4 per process on 2, whole batches of 4 or halves of 8 under
+  // accel launch --split_batches): 6 steps an epoch.
+  const bool split = *accelerator.options().split_batches && accelerator.distributed();
+  if (split) {
+    accelerator.print("every batch split across ", accelerator.num_processes(), " processes");
+  }
   auto loader = accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(
       accel_test::RegressionDataset().map(torch::data::transforms::Stack<>()),
-      8 / accelerator.num_processes());
+      split ? 8 : 8 / accelerator.num_processes());
   if (resume) {
     accelerator.print("resumed from ", accelerator.load_state());
   }
@@ -96,7 +101,7 @@ int main(int argc, char **argv) {
   for (int64_t epoch = loader->completed_epochs(); epoch < 3; ++epoch) {
     // Made anew each epoch, as programs often do; it exists while checkpoints are written.
     auto eval_loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
-        accel_test::RegressionDataset().map(torch::data::transforms::Stack<>()), 5);
+        accel_test::RegressionDataset().map(torch::data::transforms::Stack<>()), split ? 10 : 5);
     for (auto &batch : *loader) {
       auto loss = torch::mse_loss(model->forward(batch.data), batch.target);
       accelerator.backward(loss);
