@@ -15,11 +15,13 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_set>
 
 namespace accelerate {
 namespace {
@@ -227,6 +229,55 @@ void broadcast_from_main(detail::ProcessGroup &group, std::vector<torch::Tensor>
   }
 }
 
+// One gradient sync per parameter. A model prepared again, or a part of a prepared model, keeps
+// the sync it has. A model that shares parameters with models prepared before gets one sync over
+// all of their parameters, which replaces theirs: a parameter in two syncs would be summed
+// twice. Every process makes the same decisions (the syncs' buckets are made collectively).
+void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor> &parameters) {
+  std::vector<torch::Tensor> trainable;
+  for (const auto &parameter : parameters) {
+    if (parameter.requires_grad()) {
+      trainable.push_back(parameter);
+    }
+  }
+  if (trainable.empty()) {
+    return;
+  }
+  auto &syncs = rt.gradients.live_syncs();
+  const auto covers_all = [&](const auto &sync) {
+    return std::all_of(trainable.begin(), trainable.end(),
+                       [&](const auto &parameter) { return sync->covers(parameter); });
+  };
+  if (std::any_of(syncs.begin(), syncs.end(), covers_all)) {
+    return;
+  }
+  const auto overlaps = [&](const auto &sync) {
+    return std::any_of(trainable.begin(), trainable.end(),
+                       [&](const auto &parameter) { return sync->covers(parameter); });
+  };
+  std::vector<torch::Tensor> synchronised = trainable;
+  std::unordered_set<const c10::TensorImpl *> seen;
+  for (const auto &parameter : trainable) {
+    seen.insert(parameter.unsafeGetTensorImpl());
+  }
+  for (const auto &sync : syncs) {
+    if (overlaps(sync)) {
+      for (auto &parameter : sync->live_parameters()) {
+        if (seen.insert(parameter.unsafeGetTensorImpl()).second) {
+          synchronised.push_back(std::move(parameter));
+        }
+      }
+    }
+  }
+  syncs.erase(std::remove_if(syncs.begin(), syncs.end(), overlaps), syncs.end());
+  const auto &options = rt.process.options;
+  detail::GradientSync::Limits limits;
+  limits.first_bucket_bytes = static_cast<size_t>(options.first_bucket_cap_mb * (1 << 20));
+  limits.bucket_bytes = static_cast<size_t>(options.bucket_cap_mb * (1 << 20));
+  syncs.push_back(detail::GradientSync::create(rt.process.group, synchronised, limits,
+                                               detail::compression_of(options)));
+}
+
 std::atomic<int> g_live_accelerators{0};
 
 } // namespace
@@ -289,35 +340,34 @@ int Accelerator::process_index() const { return runtime_->process.info.rank; }
 int Accelerator::local_process_index() const { return runtime_->process.info.local_rank; }
 int Accelerator::num_processes() const { return runtime_->process.info.world_size; }
 
-void Accelerator::prepare_module(const std::shared_ptr<torch::nn::Module> &module) {
+void Accelerator::prepare_module(torch::nn::Module &module,
+                                 const std::shared_ptr<torch::nn::Module> &owner) {
   auto &rt = *runtime_;
   const auto &process = rt.process;
-  module->to(process.device);
-  rt.prepared.models.push_back(module);
-  rt.setting_checks->watch(module->parameters());
+  module.to(process.device);
+  rt.prepared.training.add_model(module, owner);
+  const auto parameters = module.parameters();
+  rt.setting_checks->watch(parameters);
   if (!process.group) {
     return;
   }
-  // Every process starts from process 0's parameters and buffers.
-  std::vector<torch::Tensor> state = module->parameters();
-  for (const auto &buffer : module->buffers()) {
+  // Every process starts from process 0's parameters and buffers; again when the model was
+  // prepared before, since a program that prepares it per fold may have re-initialised it
+  // (one broadcast per dtype: the cost of one step's gradient sum).
+  std::vector<torch::Tensor> state = parameters;
+  for (const auto &buffer : module.buffers()) {
     state.push_back(buffer);
   }
   broadcast_from_main(*process.group, state);
-
-  detail::GradientSync::Limits limits;
-  limits.first_bucket_bytes = static_cast<size_t>(process.options.first_bucket_cap_mb * (1 << 20));
-  limits.bucket_bytes = static_cast<size_t>(process.options.bucket_cap_mb * (1 << 20));
-  rt.gradients.syncs.push_back(detail::GradientSync::create(
-      process.group, module->parameters(), limits, detail::compression_of(process.options)));
+  synchronise_gradients(rt, parameters);
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {
-  runtime_->prepared.optimizers.push_back(&optimizer);
+  runtime_->prepared.training.add_optimizer(optimizer);
 }
 
 void Accelerator::prepare_scheduler(torch::optim::LRScheduler &scheduler) {
-  runtime_->prepared.schedulers.push_back(&scheduler);
+  runtime_->prepared.training.add_scheduler(scheduler);
 }
 
 std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {

@@ -22,7 +22,7 @@ Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
     gradients.sync_gradients = step == 0;
   }
   gradients.optimizer_stepped = false;
-  for (auto &sync : gradients.syncs) {
+  for (auto &sync : gradients.live_syncs()) {
     sync->set_enabled(gradients.sync_gradients);
   }
 }
@@ -39,7 +39,7 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
   // Outside a guard every backward synchronises again.
   auto &rt = accelerator_->runtime();
   rt.setting_checks->accumulate_guard_closed();
-  for (auto &sync : rt.gradients.syncs) {
+  for (auto &sync : rt.gradients.live_syncs()) {
     sync->set_enabled(true);
   }
 }
@@ -96,10 +96,10 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                                     double norm_type) {
   if (runtime_->prepared.scaler && runtime_->gradients.sync_gradients) {
-    for (auto *optimizer : runtime_->prepared.optimizers) {
-      runtime_->prepared.scaler->unscale(
-          *optimizer); // clip the true gradients, not the scaled ones
-    }
+    // Clip the true gradients, not the scaled ones. By parameter: no prepared optimizer is
+    // needed (one from a finished fold may be gone); the optimizer's step takes these
+    // parameters' overflow into account.
+    runtime_->prepared.scaler->unscale(parameters);
   }
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
 }

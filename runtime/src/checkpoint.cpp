@@ -279,8 +279,8 @@ struct Undo {
   torch::Tensor cpu_rng;
   std::vector<torch::Tensor> cuda_rng;
 
-  explicit Undo(const detail::PreparedObjects &prepared) {
-    for (const auto &optimizer : prepared.optimizers) {
+  Undo(const detail::PreparedObjects &prepared, const detail::LiveObjects &live) {
+    for (const auto *optimizer : live.optimizers) {
       optimizers.push_back(archive_bytes([&](auto &archive) { optimizer->save(archive); }));
     }
     if (prepared.scaler) {
@@ -297,10 +297,9 @@ struct Undo {
     }
   }
 
-  void restore(const detail::PreparedObjects &prepared) const {
+  void restore(const detail::PreparedObjects &prepared, const detail::LiveObjects &live) const {
     for (size_t i = 0; i < optimizers.size(); ++i) {
-      read_archive_bytes(optimizers[i],
-                         [&](auto &archive) { prepared.optimizers[i]->load(archive); });
+      read_archive_bytes(optimizers[i], [&](auto &archive) { live.optimizers[i]->load(archive); });
     }
     if (scaler) {
       read_archive_bytes(*scaler, [&](auto &archive) { prepared.scaler->load(archive); });
@@ -500,6 +499,8 @@ void require_count(const nlohmann::json &manifest, const std::string &kind, size
 std::string save_checkpoint(const detail::ProcessState &process,
                             const detail::PreparedObjects &prepared,
                             const detail::StepPosition &position, const std::string &directory) {
+  // What the program prepared and has not destroyed (a finished fold's objects are gone).
+  const auto live = prepared.training.live();
   const bool main_process = process.info.rank == 0;
   const bool automatic = directory.empty();
   // Every process looks before any of them publishes (the first agree below orders it).
@@ -528,25 +529,25 @@ std::string save_checkpoint(const detail::ProcessState &process,
           if (!main_process) {
             return;
           }
-          for (size_t i = 0; i < prepared.models.size(); ++i) {
+          for (size_t i = 0; i < live.models.size(); ++i) {
             write_file(file_for("model", i), [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
-              prepared.models[i]->save(archive);
+              live.models[i]->save(archive);
               archive.save_to(path);
             });
           }
-          for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+          for (size_t i = 0; i < live.optimizers.size(); ++i) {
             write_file(file_for("optimizer", i), [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
-              prepared.optimizers[i]->save(archive);
+              live.optimizers[i]->save(archive);
               archive.save_to(path);
             });
           }
-          for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+          for (size_t i = 0; i < live.schedulers.size(); ++i) {
             write_file(file_for("scheduler", i), [&](const std::string &path) {
               torch::serialize::OutputArchive archive;
               archive.write("step_count", torch::tensor(static_cast<int64_t>(
-                                              SchedulerPosition::of(*prepared.schedulers[i]))));
+                                              SchedulerPosition::of(*live.schedulers[i]))));
               archive.save_to(path);
             });
           }
@@ -573,9 +574,9 @@ std::string save_checkpoint(const detail::ProcessState &process,
               {"format", kFormat},
               {"version", kVersion},
               {"world_size", process.info.world_size},
-              {"models", prepared.models.size()},
-              {"optimizers", prepared.optimizers.size()},
-              {"schedulers", prepared.schedulers.size()},
+              {"models", live.models.size()},
+              {"optimizers", live.optimizers.size()},
+              {"schedulers", live.schedulers.size()},
               {"loaders", live_loaders(prepared).size()},
               {"mixed_precision", process.options.mixed_precision},
               {"global_step", position.global_step},
@@ -606,6 +607,7 @@ std::string save_checkpoint(const detail::ProcessState &process,
 std::string load_checkpoint(const detail::ProcessState &process,
                             const detail::PreparedObjects &prepared, detail::StepPosition &position,
                             const std::string &directory) {
+  const auto live = prepared.training.live();
   fs::path source = directory;
   if (directory.empty()) {
     const auto found = detail::automatic_checkpoints(process.options.project_dir);
@@ -626,17 +628,17 @@ std::string load_checkpoint(const detail::ProcessState &process,
         "resumes only at the same world size; to start over at another size, load the model "
         "files (model_<i>.pt, torch::load) and begin a new epoch");
   }
-  require_count(manifest, "models", prepared.models.size(), source);
-  require_count(manifest, "optimizers", prepared.optimizers.size(), source);
-  require_count(manifest, "schedulers", prepared.schedulers.size(), source);
+  require_count(manifest, "models", live.models.size(), source);
+  require_count(manifest, "optimizers", live.optimizers.size(), source);
+  require_count(manifest, "schedulers", live.schedulers.size(), source);
   std::vector<std::string> to_read;
-  for (size_t i = 0; i < prepared.models.size(); ++i) {
+  for (size_t i = 0; i < live.models.size(); ++i) {
     to_read.push_back(file_for("model", i));
   }
-  for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+  for (size_t i = 0; i < live.optimizers.size(); ++i) {
     to_read.push_back(file_for("optimizer", i));
   }
-  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+  for (size_t i = 0; i < live.schedulers.size(); ++i) {
     to_read.push_back(file_for("scheduler", i));
   }
   const bool read_scaler = prepared.scaler && fs::exists(source / "scaler.pt");
@@ -649,18 +651,17 @@ std::string load_checkpoint(const detail::ProcessState &process,
   // Everything is read and checked first, then restored (undoing what the last checks, made
   // while restoring, got to): a refused checkpoint changes nothing.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> model_state;
-  for (size_t i = 0; i < prepared.models.size(); ++i) {
+  for (size_t i = 0; i < live.models.size(); ++i) {
     torch::serialize::InputArchive archive;
     load_archive(archive, source / file_for("model", i), process.device);
-    pair_module_state(*prepared.models[i], archive, "model " + std::to_string(i) + " ",
-                      model_state);
+    pair_module_state(*live.models[i], archive, "model " + std::to_string(i) + " ", model_state);
   }
-  std::vector<torch::serialize::InputArchive> optimizer_archives(prepared.optimizers.size());
-  for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+  std::vector<torch::serialize::InputArchive> optimizer_archives(live.optimizers.size());
+  for (size_t i = 0; i < live.optimizers.size(); ++i) {
     load_archive(optimizer_archives[i], source / file_for("optimizer", i), process.device);
   }
   std::vector<unsigned> scheduler_positions;
-  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
+  for (size_t i = 0; i < live.schedulers.size(); ++i) {
     torch::serialize::InputArchive archive;
     load_archive(archive, source / file_for("scheduler", i));
     scheduler_positions.push_back(static_cast<unsigned>(read_int(archive, "step_count")));
@@ -673,12 +674,12 @@ std::string load_checkpoint(const detail::ProcessState &process,
   SavedProcessState saved = read_process_state(prepared, source / process_file(process.info.rank));
 
   // What can still refuse the checkpoint goes first, undone if it does; then what cannot.
-  const Undo undo(prepared);
+  const Undo undo(prepared, live);
   std::string file;
   try {
-    for (size_t i = 0; i < prepared.optimizers.size(); ++i) {
+    for (size_t i = 0; i < live.optimizers.size(); ++i) {
       file = file_for("optimizer", i);
-      prepared.optimizers[i]->load(optimizer_archives[i]);
+      live.optimizers[i]->load(optimizer_archives[i]);
     }
     if (scaler_archive) {
       file = "scaler.pt";
@@ -687,7 +688,7 @@ std::string load_checkpoint(const detail::ProcessState &process,
     file = process_file(process.info.rank);
     set_generators(saved.cpu_rng, saved.cuda_rng);
   } catch (const std::exception &error) {
-    undo.restore(prepared);
+    undo.restore(prepared, live);
     throw std::runtime_error("accelerate: load_state: " + (source / file).string() +
                              " does not hold what this program prepared: " + error.what());
   }
@@ -697,8 +698,8 @@ std::string load_checkpoint(const detail::ProcessState &process,
       target.copy_(value);
     }
   }
-  for (size_t i = 0; i < prepared.schedulers.size(); ++i) {
-    SchedulerPosition::of(*prepared.schedulers[i]) = scheduler_positions[i];
+  for (size_t i = 0; i < live.schedulers.size(); ++i) {
+    SchedulerPosition::of(*live.schedulers[i]) = scheduler_positions[i];
   }
   apply_process_state(prepared, position, std::move(saved));
   return source.string();

@@ -6,7 +6,8 @@
 
 #include <torch/torch.h>
 
-#include <map>
+#include <unordered_map>
+#include <vector>
 
 namespace accelerate::detail {
 
@@ -16,8 +17,10 @@ public:
 
   /// The loss times the current scale, for backward.
   torch::Tensor scale(const torch::Tensor &loss) const;
-  /// Divides the optimizer's gradients by the scale and notes whether any is inf or NaN. Once
-  /// per optimizer and step; later calls in the same step do nothing.
+  /// Divides the gradients of `parameters` by the scale and notes whether any is inf or NaN.
+  /// Each gradient once per step: those unscaled already in this step are left alone.
+  void unscale(const std::vector<torch::Tensor> &parameters);
+  /// unscale of the optimizer's parameters.
   void unscale(torch::optim::Optimizer &optimizer);
   /// Unscales if not done yet, then steps the optimizer unless its gradients overflowed.
   /// Returns whether it stepped.
@@ -35,8 +38,13 @@ private:
   GradScalerOptions options_;
   torch::Tensor scale_;          ///< float32, one element, on the training device
   torch::Tensor growth_tracker_; ///< int32, clean steps since the last change of scale
-  /// This step's overflow flag per optimizer, present once its gradients were unscaled.
-  std::map<const torch::optim::Optimizer *, torch::Tensor> found_inf_;
+  /// Whether an optimizer's gradients overflowed: the flags of the unscales that covered them.
+  torch::Tensor found_inf(torch::optim::Optimizer &optimizer);
+
+  /// This step's unscaled parameters (alive until the step ends), each with the overflow flag
+  /// of the unscale that covered it. Kept by parameter, not by optimizer, so that clipping
+  /// needs no prepared optimizer (one may have died with its fold).
+  std::unordered_map<const c10::TensorImpl *, torch::Tensor> unscaled_;
 };
 
 } // namespace accelerate::detail

@@ -1,12 +1,13 @@
 #include "gradient_sync.h"
 
-#include <torch/csrc/autograd/engine.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
-#include <torch/csrc/autograd/variable.h>
+#include "parameter_hooks.h"
 
+#include <torch/csrc/autograd/engine.h>
+
+#include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 namespace accelerate::detail {
@@ -18,33 +19,13 @@ std::string bucket_text(size_t bucket) {
 
 } // namespace
 
-// A parameter's first gradient of a step is written straight into its part of the bucket and
-// handed to autograd in its place, which then adopts that part as .grad. This is one pass over
-// the gradient (a copy), where putting a zeroed .grad in place first costs two (the zeroing,
-// then autograd's in-place add, which also reads the zeros).
-class GradientSync::BucketPlacement : public torch::autograd::FunctionPreHook {
-public:
-  BucketPlacement(std::weak_ptr<GradientSync> sync, size_t slot)
-      : sync_(std::move(sync)), slot_(slot) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override {
-    if (auto sync = sync_.lock()) {
-      return sync->place_in_bucket(slot_, grads);
-    }
-    return grads;
-  }
-
-private:
-  std::weak_ptr<GradientSync> sync_;
-  size_t slot_;
-};
-
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
                                                    Limits limits, Compression compression) {
   std::shared_ptr<GradientSync> sync(
       new GradientSync(std::move(group), limits, std::move(compression)));
   sync->assign_buckets(parameters);
-  sync->install_hooks();
+  sync->install_hooks(parameters);
   return sync;
 }
 
@@ -79,7 +60,10 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     }
     const size_t bucket = found->second;
     Slot slot;
-    slot.parameter = parameter;
+    slot.parameter = WeakParameter(parameter.getIntrusivePtr());
+    slot.dtype = parameter.scalar_type();
+    slot.device = parameter.device();
+    slot.sizes = parameter.sizes().vec();
     slot.bucket = bucket;
     slot.offset = static_cast<int64_t>(bucket_bytes[bucket] / parameter.element_size());
     slot.position = static_cast<int64_t>(buckets_[bucket].slots.size());
@@ -94,20 +78,18 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
     // Summed with the gradients, it tells which parameters no process used, whose .grad is
     // then left as it is, as in a single process.
     auto &bucket = buckets_[b];
-    const auto &first = slots_[bucket.slots.front()].parameter;
-    const auto elements = static_cast<int64_t>(bucket_bytes[b] / first.element_size());
+    const auto &first = slots_[bucket.slots.front()];
+    const auto elements = static_cast<int64_t>(bucket_bytes[b] / c10::elementSize(first.dtype));
     bucket.flags_offset = elements;
     bucket.pending = bucket.slots.size();
     BucketLayout layout;
     layout.numel = elements + static_cast<int64_t>(bucket.slots.size());
-    layout.options = first.options().requires_grad(false);
+    layout.options = at::TensorOptions().dtype(first.dtype).device(first.device);
     for (size_t index : bucket.slots) {
       const auto &slot = slots_[index];
-      const auto &parameter = slot.parameter;
-      if (parameter.dim() >= 2 && parameter.numel() > 0) {
+      if (slot.sizes.size() >= 2 && slot.numel > 0) {
         // As DDP: shape[0] rows, everything else (a convolution's kernel too) in the columns.
-        layout.matrices.push_back(
-            {slot.offset, parameter.size(0), parameter.numel() / parameter.size(0)});
+        layout.matrices.push_back({slot.offset, slot.sizes[0], slot.numel / slot.sizes[0]});
       }
     }
     layouts.push_back(std::move(layout));
@@ -120,24 +102,45 @@ void GradientSync::assign_buckets(const std::vector<torch::Tensor> &parameters) 
   }
 }
 
-void GradientSync::install_hooks() {
+void GradientSync::install_hooks(const std::vector<torch::Tensor> &parameters) {
+  // Through the parameters' own hooks (parameter_hooks.h), which outlive neither the parameter
+  // nor this sync; a sync made later over the same parameter takes them over.
   std::weak_ptr<GradientSync> weak = shared_from_this();
+  std::unordered_map<const c10::TensorImpl *, size_t> slot_of;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(slots_[i].parameter);
-    // Before accumulation: a first gradient is written into the bucket and handed on in its
-    // place, so that autograd adopts the bucket as .grad.
-    accumulator->add_pre_hook(std::make_unique<BucketPlacement>(weak, i));
-    // After accumulation: the gradient is in .grad; its bucket may start.
-    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [weak, i](const torch::autograd::variable_list &outputs,
-                  const torch::autograd::variable_list & /*inputs*/) {
-          if (auto sync = weak.lock()) {
-            sync->on_gradient_ready(i);
-          }
-          return outputs;
-        }));
-    accumulators_.push_back(std::move(accumulator));
+    slot_of.emplace(slots_[i].parameter._unsafe_get_target(), i);
   }
+  for (const auto &parameter : parameters) {
+    const auto found = slot_of.find(parameter.unsafeGetTensorImpl());
+    if (found != slot_of.end()) { // parameters that need no gradient have no slot
+      auto &targets = parameter_hooks(parameter);
+      targets.sync = weak;
+      targets.slot = found->second;
+    }
+  }
+}
+
+bool GradientSync::alive() const {
+  return std::any_of(slots_.begin(), slots_.end(),
+                     [](const Slot &slot) { return !slot.parameter.expired(); });
+}
+
+bool GradientSync::covers(const torch::Tensor &parameter) const {
+  return std::any_of(slots_.begin(), slots_.end(), [&](const Slot &slot) {
+    return !slot.parameter.expired() &&
+           slot.parameter._unsafe_get_target() == parameter.unsafeGetTensorImpl();
+  });
+}
+
+std::vector<torch::Tensor> GradientSync::live_parameters() const {
+  std::vector<torch::Tensor> parameters;
+  // Slots were filled in reverse registration order.
+  for (auto slot = slots_.rbegin(); slot != slots_.rend(); ++slot) {
+    if (auto parameter = parameter_of(*slot); parameter.defined()) {
+      parameters.push_back(std::move(parameter));
+    }
+  }
+  return parameters;
 }
 
 void GradientSync::set_enabled(bool enabled) {
@@ -170,7 +173,7 @@ bool GradientSync::lives_in_bucket(const torch::Tensor &grad, const Slot &slot) 
 
 torch::Tensor GradientSync::bucket_alias(const Slot &slot) const {
   const auto &flat = buckets_[slot.bucket].flat;
-  const auto shaped = flat.narrow(0, slot.offset, slot.numel).view_as(slot.parameter);
+  const auto shaped = flat.narrow(0, slot.offset, slot.numel).view(slot.sizes);
   // set_ rather than the view itself: a view's .grad makes LibTorch's zero_grad fail (detach_).
   torch::NoGradGuard no_grad;
   return torch::empty({0}, flat.options())
@@ -184,14 +187,14 @@ GradientSync::place_in_bucket(size_t index, const torch::autograd::variable_list
   // Only a parameter's first gradient of a synchronising step, dense and in its own dtype;
   // with create_graph autograd keeps its own copy anyway. Anything else is accumulated by
   // autograd as usual and copied into the bucket when ready.
-  if (!enabled_ || slot.ready || grads.size() != 1 || slot.parameter.grad().defined() ||
-      torch::GradMode::is_enabled()) {
+  const auto parameter = parameter_of(slot);
+  if (!enabled_ || slot.ready || grads.size() != 1 || !parameter.defined() ||
+      parameter.grad().defined() || torch::GradMode::is_enabled()) {
     return grads;
   }
   const auto &grad = grads[0];
-  if (!grad.defined() || grad.layout() != c10::kStrided ||
-      grad.scalar_type() != slot.parameter.scalar_type() ||
-      grad.device() != slot.parameter.device() || !grad.sizes().equals(slot.parameter.sizes())) {
+  if (!grad.defined() || grad.layout() != c10::kStrided || grad.scalar_type() != slot.dtype ||
+      grad.device() != slot.device || !grad.sizes().equals(slot.sizes)) {
     return grads;
   }
   auto alias = bucket_alias(slot);
@@ -217,7 +220,9 @@ double GradientSync::bucket_scale(const Bucket &bucket) const {
 void GradientSync::copy_into_bucket(Slot &slot) {
   auto &bucket = buckets_[slot.bucket];
   auto view = bucket.flat.narrow(0, slot.offset, slot.numel);
-  const auto &grad = slot.parameter.grad();
+  // A parameter that is gone (its model died mid-step) contributes nothing, as an unused one.
+  const auto parameter = parameter_of(slot);
+  const auto grad = parameter.defined() ? parameter.grad() : torch::Tensor();
   const bool has_gradient = grad.defined();
   // A gradient place_in_bucket wrote is divided already, also when autograd cloned it.
   const double scale = std::exchange(slot.scaled, false) ? 1.0 : bucket_scale(bucket);
@@ -293,7 +298,11 @@ void GradientSync::finalize() {
       // The average becomes the gradient where it lies, in the bucket: no copy back (for a
       // 21 MB model, one memcpy a step). The tensor shares the bucket's storage without being an
       // autograd view, so the optimizer's zero_grad (detach_, zero_ or reset) works on it.
-      auto &grad = slot.parameter.mutable_grad();
+      const auto parameter = parameter_of(slot);
+      if (!parameter.defined()) {
+        continue;
+      }
+      auto &grad = parameter.mutable_grad();
       if (!lives_in_bucket(grad, slot)) {
         grad = bucket_alias(slot);
       }

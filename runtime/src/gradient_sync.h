@@ -5,6 +5,10 @@
 // which .grad shares. How a bucket is communicated (a plain all-reduce, a 16-bit cast,
 // PowerSGD) and where its memory lives is not this file's business: each bucket has its
 // BucketCommunicator (bucket_communicator.h), chosen at prepare.
+//
+// The sync holds its parameters weakly, and autograd reaches it through the parameters' own
+// hooks (parameter_hooks.h): it never keeps a model alive, and once every parameter is gone
+// the Accelerator drops it (alive()).
 #pragma once
 
 #include "bucket_communicator.h"
@@ -53,9 +57,29 @@ public:
   size_t bucket_count() const { return buckets_.size(); }
   std::vector<Event> last_events() const;
 
+  /// Whether any of its parameters still exists (a model that died takes them all).
+  bool alive() const;
+  /// Whether `parameter` is one of its parameters.
+  bool covers(const torch::Tensor &parameter) const;
+  /// Its parameters that still exist, in the model's registration order.
+  std::vector<torch::Tensor> live_parameters() const;
+
+  /// The parameter hooks' calls (parameter_hooks.h). Before autograd accumulates a gradient:
+  /// a first gradient is written into its bucket and handed on in its place, so that autograd
+  /// adopts the bucket as .grad (one pass over the gradient, where a zeroed .grad put in place
+  /// first would cost two).
+  torch::autograd::variable_list place_in_bucket(size_t slot,
+                                                 const torch::autograd::variable_list &grads);
+  /// After it accumulated: the gradient is in .grad; its bucket may start.
+  void on_gradient_ready(size_t slot);
+
 private:
+  using WeakParameter = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
   struct Slot {
-    torch::Tensor parameter;
+    WeakParameter parameter{c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
+    c10::ScalarType dtype = c10::ScalarType::Float;
+    c10::Device device = c10::kCPU;
+    std::vector<int64_t> sizes;
     size_t bucket;
     int64_t offset;
     int64_t numel;
@@ -71,16 +95,14 @@ private:
     size_t pending = 0;
   };
 
-  class BucketPlacement;
-
   GradientSync(std::shared_ptr<ProcessGroup> group, Limits limits, Compression compression);
   void assign_buckets(const std::vector<torch::Tensor> &parameters);
-  void install_hooks();
-  void on_gradient_ready(size_t slot);
+  void install_hooks(const std::vector<torch::Tensor> &parameters);
+  /// The slot's parameter, or an undefined tensor once it is gone.
+  static torch::Tensor parameter_of(const Slot &slot) {
+    return torch::Tensor(slot.parameter.lock());
+  }
   void launch_ready_buckets();
-  /// Autograd's pre-hook of a parameter's accumulator: see BucketPlacement.
-  torch::autograd::variable_list place_in_bucket(size_t slot,
-                                                 const torch::autograd::variable_list &grads);
   /// What a bucket's gradients are multiplied by on their way in (its communicator says).
   double bucket_scale(const Bucket &bucket) const;
   void copy_into_bucket(Slot &slot);
@@ -94,8 +116,6 @@ private:
   Compression compression_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
-  // Keeps autograd's accumulator nodes alive; the parameter holds them only weakly.
-  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;
   size_t next_bucket_to_launch_ = 0;
   bool in_backward_ = false;
   bool enabled_ = true;

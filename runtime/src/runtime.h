@@ -13,7 +13,9 @@
 #include "mixed_precision.h"
 #include "process_group.h"
 #include "setting_checks.h"
+#include "training_objects.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -36,10 +38,9 @@ struct ProcessState {
 /// What the program handed to prepare and prepare_data_loader, and the fp16 loss scaler: the
 /// objects a checkpoint saves and restores.
 struct PreparedObjects {
-  /// Prepared models, in the order of prepare (checkpoints refer to them by position).
-  std::vector<std::shared_ptr<torch::nn::Module>> models;
-  std::vector<torch::optim::Optimizer *> optimizers;
-  std::vector<torch::optim::LRScheduler *> schedulers;
+  /// Prepared models, optimizers and schedulers, held weakly, in the order of prepare
+  /// (checkpoints refer to them by position among the live ones).
+  TrainingObjects training;
   /// What the prepared loaders share with the Accelerator, their progress included.
   std::shared_ptr<LoaderContext> loader_context;
   std::unique_ptr<GradScaler> scaler; ///< under fp16 only
@@ -56,8 +57,16 @@ struct StepPosition {
 
 /// The gradients' synchronisation and the step (Accelerator::accumulate, backward, step).
 struct GradientState {
-  /// One per prepared model of a multi-process job.
+  /// One per prepared model of a multi-process job (models that share parameters share one);
+  /// a sync whose parameters are all gone is dropped before the next use (live_syncs).
   std::vector<std::shared_ptr<GradientSync>> syncs;
+  /// syncs, without those whose model died.
+  std::vector<std::shared_ptr<GradientSync>> &live_syncs() {
+    syncs.erase(
+        std::remove_if(syncs.begin(), syncs.end(), [](const auto &sync) { return !sync->alive(); }),
+        syncs.end());
+    return syncs;
+  }
   StepPosition position;
   bool sync_gradients = true;     ///< this training step communicates and steps
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step

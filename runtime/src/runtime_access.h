@@ -16,7 +16,7 @@ public:
   /// The gradient synchronisation of each prepared model (none in a one-process job).
   static const std::vector<std::shared_ptr<GradientSync>> &
   gradient_syncs(Accelerator &accelerator) {
-    return accelerator.runtime().gradients.syncs;
+    return accelerator.runtime().gradients.live_syncs();
   }
 };
 

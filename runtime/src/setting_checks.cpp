@@ -1,8 +1,6 @@
 #include "setting_checks.h"
 
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
-#include <torch/csrc/autograd/variable.h>
+#include "parameter_hooks.h"
 
 #include <cstdio>
 
@@ -21,26 +19,13 @@ void SettingChecks::watch(const std::vector<torch::Tensor> &parameters) {
   if (!accumulating() && !mixed()) {
     return; // nothing a bare backward could bypass: no hooks, no cost
   }
-  std::weak_ptr<SettingChecks> weak = shared_from_this();
+  // The parameter's post-accumulate hook runs when a backward pass accumulates into .grad: any
+  // backward, whoever started it (not torch::autograd::grad, which leaves .grad alone). One
+  // hook per parameter however often it is prepared; the latest Accelerator's checks get it.
   for (const auto &parameter : parameters) {
-    if (!parameter.requires_grad()) {
-      continue;
+    if (parameter.requires_grad()) {
+      parameter_hooks(parameter).checks = weak_from_this();
     }
-    // The accumulator's post hook runs when a backward pass accumulates into .grad: any
-    // backward, whoever started it (not torch::autograd::grad, which leaves .grad alone).
-    auto accumulator = torch::autograd::impl::grad_accumulator(parameter);
-    if (!accumulator) {
-      continue;
-    }
-    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [weak](const torch::autograd::variable_list &outputs,
-               const torch::autograd::variable_list & /*inputs*/) {
-          if (auto checks = weak.lock()) {
-            checks->on_parameter_gradient();
-          }
-          return outputs;
-        }));
-    accumulators_.push_back(std::move(accumulator));
   }
 }
 

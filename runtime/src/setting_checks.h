@@ -40,6 +40,8 @@ public:
   void accumulate_guard_opened() { ++accumulate_guards_; }
   void accumulate_guard_closed() { --accumulate_guards_; }
   void autocast_guard_opened() { autocast_opened_since_backward_ = true; }
+  /// A backward pass accumulated into a watched parameter's .grad (parameter_hooks.h).
+  void on_parameter_gradient();
 
   /// The warnings, for tests and the docs: each starts "accelerate: warning:".
   std::string bare_backward_warning() const;
@@ -56,7 +58,6 @@ private:
   std::string precision_setting() const;    ///< "mixed_precision=bf16"
   /// "gradient_accumulation_steps=2 and mixed_precision=bf16": the settings in effect.
   std::string settings_text() const;
-  void on_parameter_gradient();
   void warn_once(Kind kind, const std::string &message);
 
   bool main_process_;
@@ -67,9 +68,6 @@ private:
   int accumulate_guards_ = 0;
   bool autocast_opened_since_backward_ = false;
   std::atomic<bool> warned_[KindCount] = {};
-  // Keeps autograd's accumulator nodes (and so the hooks on them) alive; the parameter holds
-  // them only weakly.
-  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;
 };
 
 } // namespace accelerate::detail

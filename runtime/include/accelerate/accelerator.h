@@ -58,6 +58,10 @@ public:
   /// Moves the model to device(), makes every process start from process 0's parameters and
   /// buffers, and installs gradient synchronisation. Works in place on the user's objects;
   /// optimizers built before prepare keep pointing at the same (moved) parameters.
+  /// Preparing an object again is harmless (the model is broadcast again; its gradients keep
+  /// their one synchronisation), and prepared objects may die: a new model and optimizer per
+  /// fold is fine. A newly prepared optimizer replaces an older one over the same parameters.
+  /// See docs/runtime.md, "prepare".
   template <typename Model, typename... Rest> void prepare(Model &model, Rest &...rest) {
     prepare_one(model);
     (prepare_one(rest), ...);
@@ -139,7 +143,7 @@ public:
   void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
   /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Only
   /// meaningful when sync_gradients(): before that, each process holds a partial sum. Under
-  /// fp16 the prepared optimizers' gradients are unscaled first (the norm is the true one).
+  /// fp16 these parameters' gradients are unscaled first (the norm is the true one).
   double clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                          double norm_type = 2.0);
 
@@ -290,17 +294,17 @@ private:
 
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {
     if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
-      prepare_module(model);
+      prepare_module(*model, model);
     } else {
       prepare_one(*model);
     }
   }
   template <typename T> void prepare_one(T &object) {
     if constexpr (std::is_base_of_v<torch::detail::ModuleHolderIndicator, T>) {
-      prepare_module(object.ptr()); // Net model; (TORCH_MODULE)
+      prepare_module(*object.ptr(), object.ptr()); // Net model; (TORCH_MODULE)
     } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
-      // A model held by value: the caller keeps it alive for as long as it trains.
-      prepare_module(std::shared_ptr<torch::nn::Module>(std::shared_ptr<void>(), &object));
+      // A model held by value, or a reference to one a shared_ptr holds (then followed by it).
+      prepare_module(object, object.weak_from_this().lock());
     } else if constexpr (std::is_base_of_v<torch::optim::Optimizer, T>) {
       prepare_optimizer(object);
     } else if constexpr (std::is_base_of_v<torch::optim::LRScheduler, T>) {
@@ -312,7 +316,8 @@ private:
     }
   }
 
-  void prepare_module(const std::shared_ptr<torch::nn::Module> &module);
+  /// `owner`: the shared_ptr that holds `module`, null for a model held by value.
+  void prepare_module(torch::nn::Module &module, const std::shared_ptr<torch::nn::Module> &owner);
   void prepare_optimizer(torch::optim::Optimizer &optimizer);
   void prepare_scheduler(torch::optim::LRScheduler &scheduler);
   std::shared_ptr<detail::LoaderContext> loader_context();
