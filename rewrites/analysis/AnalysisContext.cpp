@@ -2,6 +2,7 @@
 #include "analysis/AnalysisContext.h"
 
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/EntryFunction.h"
 #include "analysis/TrainingPlan.h"
 
 #include "llvm/ADT/Twine.h"
@@ -59,6 +60,11 @@ const Result &once(std::unique_ptr<Result> &Slot, bool &Computing, const char *W
 const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
   return once(Parameters, ComputingParameters, "the accelerator-parameter analyses",
               [&] { return analyzeAcceleratorParameters(Ctx); });
+}
+
+const EntryHosting &AnalysisContext::entryHosting() {
+  return once(Entry, ComputingEntry, "the entry-function analyses",
+              [&] { return analyzeEntryHosting(Ctx); });
 }
 
 const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {

@@ -21,6 +21,7 @@
 namespace accel::rewrites {
 
 struct AcceleratorParameterAnalysis;
+struct EntryHosting;
 struct TrainingPlans;
 
 class AnalysisContext {
@@ -72,6 +73,9 @@ public:
 
   /// Which helpers get the accelerator parameter (analysis/AcceleratorParameter.h).
   const AcceleratorParameterAnalysis &acceleratorParameters();
+  /// Whether main declares the Accelerator for the setup functions it calls
+  /// (analysis/EntryFunction.h).
+  const EntryHosting &entryHosting();
   /// What a setup function creates and where prepare goes (analysis/SetupFunction.h).
   const SetupInfo &setup(const clang::FunctionDecl *Function);
   /// The plan of every training loop of the main file (analysis/TrainingPlan.h).
@@ -83,8 +87,9 @@ private:
   std::unique_ptr<AcceleratorParameterAnalysis> Parameters;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<SetupInfo>> Setups;
   std::unique_ptr<TrainingPlans> Plans;
+  std::unique_ptr<EntryHosting> Entry;
   /// Set while an analysis is being computed: one that needs itself is a bug.
-  bool ComputingParameters = false, ComputingPlans = false;
+  bool ComputingParameters = false, ComputingPlans = false, ComputingEntry = false;
 };
 
 } // namespace accel::rewrites

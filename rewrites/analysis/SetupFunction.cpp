@@ -3,6 +3,7 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/EntryFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -216,7 +217,13 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         return;
       }
       const auto *Model = dyn_cast<VarDecl>(Used);
-      if (!Model || isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()) {
+      // A parameter that refers to the caller's model (a reference, a module holder, a
+      // shared_ptr) is that model: prepare it here (again, if the caller prepared it too,
+      // which is harmless). A plain module taken by value is a copy.
+      bool SharedParameter = isa_and_nonnull<ParmVarDecl>(Model) &&
+                             (Model->getType()->isReferenceType() ||
+                              !isClassOrDerived(Model->getType(), "torch::nn::Module"));
+      if (!Model || (!SharedParameter && (isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()))) {
         Outside = true;
         Problem(S->getBeginLoc(), "model '" + Used->getNameAsString() + "' is created outside '" +
                                       FunctionName + "'; call accelerator.prepare(" +
@@ -342,6 +349,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
     }
     Group->Optimizers.push_back(Entry.Optimizer);
     llvm::append_range(Group->Schedulers, Entry.Schedulers);
+    Group->ScheduledOptimizers.append(Entry.Schedulers.size(), Entry.Optimizer);
     if (positionIn(Block, Entry.Last) > positionIn(Block, Group->LastDefinition)) {
       Group->LastDefinition = Entry.Last;
     }
@@ -437,12 +445,28 @@ AST_MATCHER_P(FunctionDecl, isByReferenceLambdaIn, DeclarationMatcher, Outer) {
 }
 } // namespace
 
+namespace {
+AST_MATCHER(FunctionDecl, isHostedByEntry) {
+  return AnalysisContext::of(Finder->getASTContext())
+      .entryHosting()
+      .Hosted.count(Node.getCanonicalDecl());
+}
+AST_MATCHER(FunctionDecl, isEntryHostingSetups) {
+  return AnalysisContext::of(Finder->getASTContext()).entryHosting().Main ==
+         Node.getCanonicalDecl();
+}
+} // namespace
+
+DeclarationMatcher hostedByEntry() { return functionDecl(isHostedByEntry()); }
+DeclarationMatcher hostsAcceleratorOfSetups() { return functionDecl(isEntryHostingSetups()); }
+
 DeclarationMatcher declaresAccelerator() {
   auto Named = varDecl(hasName("accelerator"), hasType(isAccelerator()));
   auto Any = varDecl(hasType(isAccelerator()));
-  auto Own = functionDecl(
-      anyOf(hasDescendant(Named), hasAnyParameter(Named),
-            allOf(setupFunction(), unless(hasDescendant(Any)), unless(hasAnyParameter(Any)))));
+  auto Own = functionDecl(anyOf(hasDescendant(Named), hasAnyParameter(Named),
+                                allOf(setupFunction(), unless(hasDescendant(Any)),
+                                      unless(hasAnyParameter(Any)), unless(hostedByEntry())),
+                                hostsAcceleratorOfSetups()));
   return functionDecl(anyOf(Own, isByReferenceLambdaIn(Own)));
 }
 

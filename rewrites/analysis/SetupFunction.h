@@ -26,6 +26,9 @@ struct PrepareGroup {
   /// block that holds it), or a block inside it such as a loop body.
   const clang::CompoundStmt *Block = nullptr;
   llvm::SmallVector<const clang::VarDecl *, 2> Models, Optimizers, Schedulers;
+  /// The optimizer each of Schedulers schedules (prepare binds a scheduler to the optimizer
+  /// before it in its arguments).
+  llvm::SmallVector<const clang::VarDecl *, 2> ScheduledOptimizers;
   /// The statement of Block after which prepare goes.
   const clang::Stmt *LastDefinition = nullptr;
   /// The first statement of Block after the definitions that trains (a backward call, or a
@@ -64,9 +67,14 @@ bool isPreparedModel(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 
 /// A function that creates an optimizer (by value): the one that sets up training.
 clang::ast_matchers::DeclarationMatcher setupFunction();
+/// A setup function that gets the Accelerator from main (analysis/EntryFunction.h).
+clang::ast_matchers::DeclarationMatcher hostedByEntry();
+/// main, when it declares the Accelerator for the setup functions it calls.
+clang::ast_matchers::DeclarationMatcher hostsAcceleratorOfSetups();
 /// A function that has an `accelerate::Accelerator accelerator` of its own (variable or
 /// parameter), or sets up training and has no Accelerator under another name
-/// (accel-accelerator declares one), or is a `[&]` lambda defined in such a function.
+/// (accel-accelerator declares one) unless main hosts it, or is such a main, or is a `[&]`
+/// lambda defined in such a function.
 clang::ast_matchers::DeclarationMatcher declaresAccelerator();
 /// A function where generated code may name `accelerator`: one that declaresAccelerator(),
 /// a helper that accel-accelerator passes it to (AcceleratorParameter.h), or a `[&]` lambda

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/AnalysisContext.h"
+#include "analysis/EntryFunction.h"
 #include "analysis/SetupFunction.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -41,10 +43,14 @@ constexpr llvm::StringLiteral ParameterExplanation =
 
 Rule declarationRule() {
   auto AnyAccelerator = varDecl(hasType(isAccelerator()));
+  // The setup function, or main when it declares the Accelerator for the setup functions it
+  // calls (analysis/EntryFunction.h).
   auto Setup =
-      functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
-                   unless(hasDescendant(AnyAccelerator)), unless(hasAnyParameter(AnyAccelerator)),
-                   hasBody(compoundStmt(hasAnySubstatement(stmt().bind("first")))))
+      functionDecl(
+          isExpansionInMainFile(), unless(isInstantiated()),
+          anyOf(allOf(setupFunction(), unless(hostedByEntry())), hostsAcceleratorOfSetups()),
+          unless(hasDescendant(AnyAccelerator)), unless(hasAnyParameter(AnyAccelerator)),
+          hasBody(compoundStmt(hasAnySubstatement(stmt().bind("first")))))
           .bind("function");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Body =
@@ -62,9 +68,14 @@ Rule declarationRule() {
     return Result;
   };
   return makeRule(Setup, Edits, finding(Finding::Rewrite, "first", [](const MatchResult &Match) {
+                    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
                     return "the Accelerator sets up the processes of this run; " +
-                           functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-                           " creates the optimizer";
+                           functionLabel(Function) +
+                           (AnalysisContext::of(*Match.Context).entryHosting().Main ==
+                                    Function->getCanonicalDecl()
+                                ? " calls the functions that set up training, and passes it "
+                                  "to them"
+                                : " creates the optimizer");
                   }));
 }
 

@@ -6,7 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/AnalysisContext.h"
+#include "analysis/BatchValues.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
 
@@ -44,6 +47,26 @@ const Expr *singleElement(const Expr *List) {
 }
 
 /// The replacement for a backward call, or nullopt when accelerator.backward cannot take it.
+/// The loss as written, times accelerator.num_processes() when it sums over the batch's
+/// samples (BatchValues.h): the gradient all-reduce averages, so each process's gradient of
+/// its part's sum would otherwise add up to 1/N of the global batch's sum, the gradient the
+/// original computes (Adam barely notices; SGD trains N times slower).
+/// Only where each process computes it on its own part of the batches (a planned loop over a
+/// sharded loader): on data every process sees whole, the processes' gradients are the same.
+std::string lossText(const CallExpr *Backward, const Expr *Loss, std::string Written,
+                     ASTContext &Ctx) {
+  const LoopPlan *Plan =
+      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  if (!Plan || !Plan->sound() || !Plan->Loader ||
+      classifyBatchValue(Loss, Ctx) != BatchValue::Sum) {
+    return Written;
+  }
+  const Expr *E = Loss->IgnoreImplicit();
+  bool Simple = isa<DeclRefExpr>(E) || isa<CallExpr>(E) || isa<MemberExpr>(E) ||
+                isa<ParenExpr>(E) || isa<UnaryOperator>(E);
+  return (Simple ? Written : "(" + Written + ")") + " * accelerator.num_processes()";
+}
+
 std::optional<std::string> replacement(const MatchResult &Match) {
   const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
   ASTContext &Ctx = *Match.Context;
@@ -57,6 +80,9 @@ std::optional<std::string> replacement(const MatchResult &Match) {
       return std::nullopt;
     }
     Loss = calledObject(Member, Ctx);
+    if (!Loss.empty()) {
+      Loss = lossText(Call, Member->getImplicitObjectArgument(), Loss, Ctx);
+    }
     if (!Args.empty()) {
       // The arguments as written, comments included.
       llvm::Expected<CharSourceRange> Written = callArgs("call")(Match);
@@ -76,7 +102,7 @@ std::optional<std::string> replacement(const MatchResult &Match) {
     if (!Tensor) {
       return std::nullopt;
     }
-    Loss = sourceText(Tensor, Ctx);
+    Loss = lossText(Call, Tensor, sourceText(Tensor, Ctx), Ctx);
     if (Args.size() >= 2) {
       const Expr *Gradient = singleElement(Args[1]);
       if (!Gradient) {

@@ -1,6 +1,6 @@
 //===- PrepareRule.cpp - accel-prepare ------------------------------------===//
 //
-// accelerator.prepare(model..., optimizer..., scheduler...) after the last of their
+// accelerator.prepare(model..., optimizer, its schedulers, ...) after the last of their
 // definitions and before the training loop: moves the models to the device, starts every
 // process from the same parameters and installs gradient synchronisation. See
 // docs/rules/accel-prepare.md.
@@ -35,10 +35,19 @@ Rule makePrepareRule() {
       if (Group.LastDefinition->getEndLoc().isMacroID()) {
         continue;
       }
+      // The models, then each optimizer followed by its schedulers: the runtime binds a
+      // scheduler to the optimizer prepared last before it.
       std::string Args;
-      for (const auto *List : {&Group.Models, &Group.Optimizers, &Group.Schedulers}) {
-        for (const VarDecl *Var : *List) {
-          Args += (Args.empty() ? "" : ", ") + Var->getNameAsString();
+      auto Add = [&](const VarDecl *Var) {
+        Args += (Args.empty() ? "" : ", ") + Var->getNameAsString();
+      };
+      llvm::for_each(Group.Models, Add);
+      for (const VarDecl *Optimizer : Group.Optimizers) {
+        Add(Optimizer);
+        for (size_t I = 0; I < Group.Schedulers.size(); ++I) {
+          if (Group.ScheduledOptimizers[I] == Optimizer) {
+            Add(Group.Schedulers[I]);
+          }
         }
       }
       bool AtLineStart = false;

@@ -233,6 +233,8 @@ const Program kPrinting[] = {
     {"allman_factory", true, false},   {"helper_train_auto", true, true},
     {"device_progress", true, true},   {"warmup_gradnorm", true, false},
     {"holder_counts", true, true},     {"sequential_fit", true, true},
+    {"kfold_tabs", true, false},       {"two_models_book", true, false},
+    {"course_classifier", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

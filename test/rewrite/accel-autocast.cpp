@@ -33,6 +33,6 @@ int main() {
   // CHECK-FIXES-NEXT: auto autocast = accelerator.autocast();
   // CHECK-FIXES-NEXT: accelerator.zero_grad(optimizer);
   // CHECK-FIXES-NEXT: auto loss = model(batch[0].data).sum();
-  // CHECK-FIXES-NEXT: accelerator.backward(loss);
+  // CHECK-FIXES-NEXT: accelerator.backward(loss * accelerator.num_processes());
   // CHECK-FIXES-NEXT: accelerator.step(optimizer);
 }

@@ -29,7 +29,7 @@ void gan() {
   torch::optim::StepLR scheduler(g_optimizer, 10);
   // CHECK-FIXES: torch::optim::Adam d_optimizer(discriminator->parameters()); // trailing comment
   // CHECK-FIXES-NEXT: torch::optim::StepLR scheduler(g_optimizer, 10);
-  // CHECK-FIXES-NEXT: accelerator.prepare(generator, discriminator, g_optimizer, d_optimizer, scheduler);
+  // CHECK-FIXES-NEXT: accelerator.prepare(generator, discriminator, g_optimizer, scheduler, d_optimizer);
   for (int step = 0; step < 2; ++step) {
     discriminator->fc(generator(torch::randn({2, 4}))).sum().backward();
     g_optimizer.step();
@@ -54,11 +54,22 @@ void groups() {
   optimizer.step();
 }
 
-// The model comes from the caller.
+// The model comes from the caller, by reference: it is the caller's model, prepared here.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'model' is created outside 'train'; call accelerator.prepare(model, optimizer) where both are in scope, before training [accel-prepare]
+  // CHECK-FIXES: void train(torch::nn::Linear &model) {
+  // CHECK-FIXES: torch::optim::SGD optimizer(model->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
   model(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+
+// A model at namespace scope: not prepared, with a warning.
+torch::nn::Linear global_model(4, 1);
+void train_global() {
+  torch::optim::SGD optimizer(global_model->parameters(), 0.1);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'global_model' is created outside 'train_global'; call accelerator.prepare(global_model, optimizer) where both are in scope, before training [accel-prepare]
+  global_model(torch::randn({2, 4})).sum().backward();
   optimizer.step();
 }
 
@@ -158,6 +169,7 @@ int main() {
   groups();
   torch::nn::Linear model(4, 1);
   train(model);
+  train_global();
   recreated();
   kfold();
   one_after_the_other();
