@@ -8,7 +8,6 @@
 #include "runtime.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/csrc/utils/tensor_flatten.h>
 #ifdef ACCEL_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #else
@@ -19,7 +18,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <unordered_set>
 
@@ -210,30 +208,13 @@ shared_group(const ProcessInfo &info, const torch::Device &device, const Options
   return group;
 }
 
-// Process 0's values of `tensors`, on every process: one broadcast per dtype.
-void broadcast_from_main(detail::ProcessGroup &group, std::vector<torch::Tensor> tensors) {
-  std::map<std::pair<c10::ScalarType, std::string>, std::vector<torch::Tensor>> by_kind;
-  for (auto &tensor : tensors) {
-    if (tensor.defined() && tensor.numel() > 0) {
-      by_kind[{tensor.scalar_type(), tensor.device().str()}].push_back(tensor);
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (auto &[kind, group_tensors] : by_kind) {
-    const auto flat = torch::utils::flatten_dense_tensors(group_tensors);
-    group.broadcast(flat, 0, "broadcast of the model's state");
-    auto pieces = torch::utils::unflatten_dense_tensors(flat, group_tensors);
-    for (size_t i = 0; i < group_tensors.size(); ++i) {
-      group_tensors[i].copy_(pieces[i]);
-    }
-  }
-}
-
 // One gradient sync per parameter. A model prepared again, or a part of a prepared model, keeps
 // the sync it has. A model that shares parameters with models prepared before gets one sync over
-// all of their parameters, which replaces theirs: a parameter in two syncs would be summed
-// twice. Every process makes the same decisions (the syncs' buckets are made collectively).
-void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor> &parameters) {
+// all of their parameters (and buffers), which replaces theirs: a parameter in two syncs would
+// be summed twice. Every process makes the same decisions (the syncs' buckets are made
+// collectively). `buffers`: those the sync makes process 0's after each synchronising step.
+void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor> &parameters,
+                           const std::vector<torch::Tensor> &buffers) {
   std::vector<torch::Tensor> trainable;
   for (const auto &parameter : parameters) {
     if (parameter.requires_grad()) {
@@ -255,18 +236,21 @@ void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor>
     return std::any_of(trainable.begin(), trainable.end(),
                        [&](const auto &parameter) { return sync->covers(parameter); });
   };
-  std::vector<torch::Tensor> synchronised = trainable;
+  std::vector<torch::Tensor> synchronised, broadcast;
   std::unordered_set<const c10::TensorImpl *> seen;
-  for (const auto &parameter : trainable) {
-    seen.insert(parameter.unsafeGetTensorImpl());
-  }
+  const auto add = [&seen](std::vector<torch::Tensor> &to, std::vector<torch::Tensor> tensors) {
+    for (auto &tensor : tensors) {
+      if (seen.insert(tensor.unsafeGetTensorImpl()).second) {
+        to.push_back(std::move(tensor));
+      }
+    }
+  };
+  add(synchronised, trainable);
+  add(broadcast, buffers);
   for (const auto &sync : syncs) {
     if (overlaps(sync)) {
-      for (auto &parameter : sync->live_parameters()) {
-        if (seen.insert(parameter.unsafeGetTensorImpl()).second) {
-          synchronised.push_back(std::move(parameter));
-        }
-      }
+      add(synchronised, sync->live_parameters());
+      add(broadcast, sync->live_buffers());
     }
   }
   syncs.erase(std::remove_if(syncs.begin(), syncs.end(), overlaps), syncs.end());
@@ -275,7 +259,7 @@ void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor>
   limits.first_bucket_bytes = static_cast<size_t>(options.first_bucket_cap_mb * (1 << 20));
   limits.bucket_bytes = static_cast<size_t>(options.bucket_cap_mb * (1 << 20));
   syncs.push_back(detail::GradientSync::create(rt.process.group, synchronised, limits,
-                                               detail::compression_of(options)));
+                                               detail::compression_of(options), broadcast));
 }
 
 std::atomic<int> g_live_accelerators{0};
@@ -354,12 +338,12 @@ void Accelerator::prepare_module(torch::nn::Module &module,
   // Every process starts from process 0's parameters and buffers; again when the model was
   // prepared before, since a program that prepares it per fold may have re-initialised it
   // (one broadcast per dtype: the cost of one step's gradient sum).
+  const auto buffers = module.buffers();
   std::vector<torch::Tensor> state = parameters;
-  for (const auto &buffer : module.buffers()) {
-    state.push_back(buffer);
-  }
-  broadcast_from_main(*process.group, state);
-  synchronise_gradients(rt, parameters);
+  state.insert(state.end(), buffers.begin(), buffers.end());
+  process.group->broadcast_coalesced(state, 0, "broadcast of the model's state");
+  synchronise_gradients(rt, parameters,
+                        process.options.broadcast_buffers ? buffers : std::vector<torch::Tensor>{});
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {

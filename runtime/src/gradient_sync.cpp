@@ -21,9 +21,13 @@ std::string bucket_text(size_t bucket) {
 
 std::shared_ptr<GradientSync> GradientSync::create(std::shared_ptr<ProcessGroup> group,
                                                    const std::vector<torch::Tensor> &parameters,
-                                                   Limits limits, Compression compression) {
+                                                   Limits limits, Compression compression,
+                                                   const std::vector<torch::Tensor> &buffers) {
   std::shared_ptr<GradientSync> sync(
       new GradientSync(std::move(group), limits, std::move(compression)));
+  for (const auto &buffer : buffers) {
+    sync->buffers_.emplace_back(buffer.getIntrusivePtr());
+  }
   sync->assign_buckets(parameters);
   sync->install_hooks(parameters);
   return sync;
@@ -130,6 +134,16 @@ bool GradientSync::covers(const torch::Tensor &parameter) const {
     return !slot.parameter.expired() &&
            slot.parameter._unsafe_get_target() == parameter.unsafeGetTensorImpl();
   });
+}
+
+std::vector<torch::Tensor> GradientSync::live_buffers() const {
+  std::vector<torch::Tensor> buffers;
+  for (const auto &weak : buffers_) {
+    if (torch::Tensor buffer(weak.lock()); buffer.defined()) {
+      buffers.push_back(std::move(buffer));
+    }
+  }
+  return buffers;
 }
 
 std::vector<torch::Tensor> GradientSync::live_parameters() const {
@@ -308,7 +322,23 @@ void GradientSync::finalize() {
       }
     }
   }
+  broadcast_buffers();
   events_.push_back({Event::Finalized, 0});
+}
+
+void GradientSync::broadcast_buffers() {
+  if (buffers_.empty()) {
+    return; // the common case (no BatchNorm): no collective at all
+  }
+  // DDP broadcasts buffers from process 0 before each forward pass; LibTorch has no forward
+  // hooks, so this happens at the end of each synchronising backward instead, and the next
+  // forward starts from process 0's buffers just the same. Written below autograd, so that
+  // their version counters do not move: a graph kept with retain_graph saved BatchNorm's
+  // running statistics, and would refuse a second backward if they had been written (its
+  // backward in training mode does not read them; in eval mode they are not updated, so every
+  // process holds the same values and the copy changes nothing).
+  group_->broadcast_coalesced(live_buffers(), 0, "broadcast of the model's buffers",
+                              /*keep_versions=*/true);
 }
 
 std::vector<GradientSync::Event> GradientSync::last_events() const {

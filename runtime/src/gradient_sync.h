@@ -40,10 +40,13 @@ public:
   };
 
   /// `parameters` in the model's registration order; those that need no gradient are skipped.
-  /// `compression` chooses the buckets' communicators (make_bucket_communicators).
+  /// `compression` chooses the buckets' communicators (make_bucket_communicators). `buffers`
+  /// (Options::broadcast_buffers) become process 0's on every process at the end of each
+  /// synchronising backward, after the gradients (finalize).
   static std::shared_ptr<GradientSync> create(std::shared_ptr<ProcessGroup> group,
                                               const std::vector<torch::Tensor> &parameters,
-                                              Limits limits, Compression compression = {});
+                                              Limits limits, Compression compression = {},
+                                              const std::vector<torch::Tensor> &buffers = {});
 
   /// When disabled (accumulation steps that do not sync) gradients stay local.
   void set_enabled(bool enabled);
@@ -63,6 +66,8 @@ public:
   bool covers(const torch::Tensor &parameter) const;
   /// Its parameters that still exist, in the model's registration order.
   std::vector<torch::Tensor> live_parameters() const;
+  /// Its buffers that still exist.
+  std::vector<torch::Tensor> live_buffers() const;
 
   /// The parameter hooks' calls (parameter_hooks.h). Before autograd accumulates a gradient:
   /// a first gradient is written into its bucket and handed on in its place, so that autograd
@@ -103,6 +108,8 @@ private:
     return torch::Tensor(slot.parameter.lock());
   }
   void launch_ready_buckets();
+  /// Makes the buffers process 0's, leaving their autograd version counters as they were.
+  void broadcast_buffers();
   /// What a bucket's gradients are multiplied by on their way in (its communicator says).
   double bucket_scale(const Bucket &bucket) const;
   void copy_into_bucket(Slot &slot);
@@ -116,6 +123,7 @@ private:
   Compression compression_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
+  std::vector<WeakParameter> buffers_; ///< weak, as the parameters
   size_t next_bucket_to_launch_ = 0;
   bool in_backward_ = false;
   bool enabled_ = true;

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
@@ -18,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -477,6 +480,29 @@ void ProcessGroup::broadcast(const at::Tensor &tensor, int root, const std::stri
   c10d::BroadcastOptions options;
   options.rootRank = root;
   wait(backend_->broadcast(tensors, options), what);
+}
+
+void ProcessGroup::broadcast_coalesced(const std::vector<at::Tensor> &tensors, int root,
+                                       const std::string &what, bool keep_versions) {
+  std::map<std::pair<c10::ScalarType, std::string>, std::vector<at::Tensor>> by_kind;
+  for (const auto &tensor : tensors) {
+    if (tensor.defined() && tensor.numel() > 0) {
+      by_kind[{tensor.scalar_type(), tensor.device().str()}].push_back(tensor);
+    }
+  }
+  at::NoGradGuard no_grad;
+  for (auto &[kind, group_tensors] : by_kind) {
+    const auto flat = torch::utils::flatten_dense_tensors(group_tensors);
+    broadcast(flat, root, what);
+    const auto pieces = torch::utils::unflatten_dense_tensors(flat, group_tensors);
+    std::optional<at::AutoDispatchBelowADInplaceOrView> below_autograd;
+    if (keep_versions) {
+      below_autograd.emplace();
+    }
+    for (size_t i = 0; i < group_tensors.size(); ++i) {
+      group_tensors[i].copy_(pieces[i]);
+    }
+  }
 }
 
 std::vector<at::Tensor> ProcessGroup::all_gather(const at::Tensor &tensor,

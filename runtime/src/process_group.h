@@ -104,6 +104,12 @@ public:
   void all_reduce(const at::Tensor &tensor, c10d::ReduceOp op, const std::string &what);
   /// Replaces `tensor` by process `root`'s.
   void broadcast(const at::Tensor &tensor, int root, const std::string &what);
+  /// Replaces each of `tensors` by process `root`'s, in one broadcast per dtype and device
+  /// (a model's parameters, its buffers). Empty tensors are left alone. `keep_versions`: the
+  /// values are written below autograd, so that their version counters do not move (for
+  /// tensors a kept graph may have saved; see GradientSync::broadcast_buffers).
+  void broadcast_coalesced(const std::vector<at::Tensor> &tensors, int root,
+                           const std::string &what, bool keep_versions = false);
   /// Every process's `tensor` (same shape everywhere), in rank order.
   std::vector<at::Tensor> all_gather(const at::Tensor &tensor, const std::string &what);
   void barrier();

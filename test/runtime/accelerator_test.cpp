@@ -346,6 +346,52 @@ TEST(Accelerator, ATransposedParameterGetsTheAverageThroughGloo) {
   expect_averages_with_a_transposed_parameter(false);
 }
 
+// Module buffers like DDP's broadcast_buffers: with it (the default) every process continues
+// from process 0's BatchNorm statistics after each synchronising step, so however different
+// each process's data, they end equal everywhere: the statistics of process 0's batches alone.
+// Without it each process keeps its own. A graph kept for a second backward survives it.
+TEST(Accelerator, BuffersBecomeProcessZerosAfterEverySynchronisingStep) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    for (const bool broadcast : {true, false}) {
+      SCOPED_TRACE(broadcast ? "broadcast_buffers" : "no broadcast_buffers");
+      accelerate::Options options;
+      options.broadcast_buffers = broadcast;
+      accelerate::Accelerator accelerator(options);
+      EXPECT_EQ(accelerator.options().broadcast_buffers, broadcast);
+      torch::manual_seed(3);
+      torch::nn::Sequential model(torch::nn::BatchNorm1d(8), torch::nn::Linear(8, 4));
+      torch::nn::BatchNorm1d reference(8); // fed process 0's batches only
+      torch::optim::SGD optimizer(model->parameters(), 0.1);
+      accelerator.prepare(model, optimizer);
+      auto generator = at::detail::createCPUGenerator(50 + peer.rank);
+      for (int step = 0; step < 5; ++step) {
+        const auto x = torch::randn({6, 8}, generator) * (peer.rank + 1) + peer.rank;
+        optimizer.zero_grad();
+        accelerator.backward(torch::mse_loss(model->forward(x), torch::zeros({6, 4})));
+        optimizer.step();
+        reference->forward(accelerator.gather(x).narrow(0, 0, 6));
+      }
+      const auto &norm = *model[0]->as<torch::nn::BatchNorm1d>();
+      const auto means = accelerator.gather(norm.running_mean.unsqueeze(0));
+      const auto variances = accelerator.gather(norm.running_var.unsqueeze(0));
+      if (broadcast) {
+        EXPECT_TRUE(torch::equal(means[0], means[1]));
+        EXPECT_TRUE(torch::equal(variances[0], variances[1]));
+        EXPECT_TRUE(torch::allclose(norm.running_mean, reference->running_mean, 1e-6, 1e-7));
+        EXPECT_TRUE(torch::allclose(norm.running_var, reference->running_var, 1e-6, 1e-7));
+        EXPECT_EQ(norm.num_batches_tracked.item<int64_t>(), 5);
+      } else {
+        EXPECT_FALSE(torch::allclose(means[0], means[1])) << "each process keeps its own";
+      }
+      // Written below autograd: a kept graph's second backward is not refused.
+      const auto loss = model->forward(torch::ones({6, 8}) * peer.rank).pow(2).sum();
+      accelerator.backward(loss, {}, /*retain_graph=*/true);
+      EXPECT_NO_THROW(accelerator.backward(loss));
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 // ACCELERATE_TIMEOUT has --rdzv_timeout's range, 1 ms to 7 days: -3 was accepted, 1e308
 // overflowed and 1e-9 became no time at all.
 TEST(Accelerator, TheTimeoutFromTheEnvironmentIsBounded) {

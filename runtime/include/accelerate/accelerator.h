@@ -94,7 +94,8 @@ public:
 
   // ---- training step -------------------------------------------------------------------
   /// Runs backward and completes the gradient all-reduce that started during it, so that
-  /// optimizer.step() reads averaged gradients.
+  /// optimizer.step() reads averaged gradients; with Options::broadcast_buffers, the prepared
+  /// models' buffers are then process 0's on every process.
   void backward(const torch::Tensor &loss, const torch::Tensor &gradient = {},
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 

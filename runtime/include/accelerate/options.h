@@ -82,6 +82,11 @@ struct Options {
   /// processes. false: every process takes whole batches, every N-th one (global batch N*B).
   /// Env: ACCELERATE_SPLIT_BATCHES (accel launch --split_batches). Default false.
   std::optional<bool> split_batches;
+  /// Every process continues from process 0's module buffers (BatchNorm's running statistics)
+  /// after each step that synchronises gradients, as DDP's broadcast_buffers (default true)
+  /// makes them process 0's before each forward pass; false lets each process keep its own
+  /// (docs/runtime.md "Gradient synchronisation"). Models without buffers cost nothing.
+  bool broadcast_buffers = true;
   /// "no", "bf16" or "fp16" (see Accelerator::autocast); "" takes ACCELERATE_MIXED_PRECISION,
   /// else "no".
   std::string mixed_precision;
