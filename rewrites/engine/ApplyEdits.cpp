@@ -150,6 +150,40 @@ clang::tooling::Replacements indentInsertedLines(llvm::StringRef Code,
   return Result;
 }
 
+/// The style follows the file where the file clearly disagrees with it: a file indented with
+/// tabs keeps tabs in the lines formatting wraps (one tab a level), and a line is wrapped only
+/// past the longest line the file already has (its author's limit is at least that).
+void followTheFile(clang::format::FormatStyle &Style, llvm::StringRef Code) {
+  size_t TabLines = 0, SpaceLines = 0;
+  for (llvm::StringRef Rest = Code; !Rest.empty();) {
+    auto [Line, Next] = Rest.split('\n');
+    if (Line.starts_with("\t")) {
+      ++TabLines;
+    } else if (Line.starts_with(" ") && Line.ltrim().size() != 0) {
+      ++SpaceLines;
+    }
+    Rest = Next;
+  }
+  if (TabLines > SpaceLines) {
+    Style.UseTab = clang::format::FormatStyle::UT_ForContinuationAndIndentation;
+    Style.TabWidth = Style.IndentWidth;
+    Style.ContinuationIndentWidth = Style.IndentWidth;
+  }
+  unsigned Longest = 0;
+  for (llvm::StringRef Rest = Code; !Rest.empty();) {
+    auto [Line, Next] = Rest.split('\n');
+    unsigned Width = 0;
+    for (char C : Line) {
+      Width = C == '\t' ? (Width / Style.TabWidth + 1) * Style.TabWidth : Width + 1;
+    }
+    Longest = std::max(Longest, Width);
+    Rest = Next;
+  }
+  if (Style.ColumnLimit != 0 && Longest > Style.ColumnLimit) {
+    Style.ColumnLimit = Longest;
+  }
+}
+
 } // namespace
 
 std::string applyEdits(llvm::StringRef FileName, llvm::StringRef Code,
@@ -175,6 +209,7 @@ std::string applyEdits(llvm::StringRef FileName, llvm::StringRef Code,
   }
   // `T& name` or `T &name` as the file already writes it, whatever the style says.
   Chosen.DerivePointerAlignment = true;
+  followTheFile(Chosen, Code);
   // Each line of text the edits wrote, in the new code, from its first to its last
   // non-blank character: the only text formatting may change.
   std::vector<clang::tooling::Range> Written;
