@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "analysis/TrainingLoops.h"
+
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
 #include "clang/AST/Expr.h"
@@ -77,6 +79,21 @@ bool writesOutput(const clang::Stmt *S);
 
 AST_MATCHER(clang::FunctionDecl, receivesAccelerator) {
   return receivesAcceleratorParameter(&Node, Finder->getASTContext());
+}
+
+/// A call in a training step where the accelerator is: in a loop that runs one step per
+/// iteration, or outside loops in a helper that is one training step and gets the accelerator.
+AST_MATCHER(clang::CallExpr, inTrainingStep) {
+  clang::ASTContext &Ctx = Finder->getASTContext();
+  if (!isInTrainingStep(&Node, Ctx)) {
+    return false;
+  }
+  const auto Where = clang::DynTypedNode::create(Node);
+  if (innermostLoop(Where, Ctx)) {
+    return true;
+  }
+  const clang::FunctionDecl *Function = enclosingFunction(Where, Ctx);
+  return Function && receivesAcceleratorParameter(Function, Ctx);
 }
 
 } // namespace accel::rewrites

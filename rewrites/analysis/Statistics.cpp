@@ -67,10 +67,22 @@ unsigned offsetIn(const Stmt *S, const SourceManager &SM) {
 
 /// One statement that writes a running statistic.
 struct Write {
-  enum KindType { Reset, Add, Other } Kind;
+  /// Rescale: after the loop, the statistic scaled in place (`loss /= batches`,
+  /// `loss = loss / batches`). It reads the sum (combined there) and leaves a value every
+  /// later read takes as it is.
+  enum KindType { Reset, Add, Rescale, Other } Kind;
   const Stmt *At;
   const Expr *Increment; ///< for Add: what is added (null for ++)
 };
+
+bool mentions(const Stmt *S, const VarDecl *Var) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+    Found = Found || (Ref && Ref->getDecl() == Var);
+  });
+  return Found;
+}
 
 /// Every write of Var in Function's body, in source order.
 std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, ASTContext &Ctx) {
@@ -78,17 +90,29 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S);
         Compound && assignedVar(Compound->getLHS()) == Var) {
-      Writes.push_back({Compound->getOpcode() == BO_AddAssign ? Write::Add : Write::Other, S,
-                        Compound->getRHS()});
+      Write::KindType Kind = Write::Other;
+      if (Compound->getOpcode() == BO_AddAssign) {
+        Kind = Write::Add;
+      } else if ((Compound->getOpcode() == BO_DivAssign || Compound->getOpcode() == BO_MulAssign) &&
+                 !insideShardedLoop(S, Ctx) && !mentions(Compound->getRHS(), Var)) {
+        Kind = Write::Rescale;
+      }
+      Writes.push_back({Kind, S, Compound->getRHS()});
     } else if (const auto *Unary = dyn_cast<UnaryOperator>(S);
                Unary && Unary->isIncrementDecrementOp() &&
                assignedVar(Unary->getSubExpr()) == Var) {
       Writes.push_back({Unary->isIncrementOp() ? Write::Add : Write::Other, S, nullptr});
     } else if (const auto *Assign = dyn_cast<BinaryOperator>(S);
                Assign && Assign->getOpcode() == BO_Assign && assignedVar(Assign->getLHS()) == Var) {
-      // A reset (`running_loss = 0;`) starts the statistic again; anything else is not one.
-      Writes.push_back(
-          {isConstant(Assign->getRHS(), Ctx) ? Write::Reset : Write::Other, S, nullptr});
+      // A reset (`running_loss = 0;`) starts the statistic again; `x = x / n` after the loop
+      // rescales it; anything else is not one.
+      Write::KindType Kind = Write::Other;
+      if (isConstant(Assign->getRHS(), Ctx)) {
+        Kind = Write::Reset;
+      } else if (!insideShardedLoop(S, Ctx) && mentions(Assign->getRHS(), Var)) {
+        Kind = Write::Rescale;
+      }
+      Writes.push_back({Kind, S, nullptr});
     }
   });
   return Writes;
@@ -105,6 +129,99 @@ llvm::SmallVector<const Stmt *, 2> loopsAround(const Stmt *S, ASTContext &Ctx) {
     }
   }
   return Loops;
+}
+
+/// `+= 1`: a step counter's increment.
+bool addsOne(const Expr *Increment, ASTContext &Ctx) {
+  Expr::EvalResult Value;
+  return !Increment->isValueDependent() && Increment->EvaluateAsRValue(Value, Ctx) &&
+         ((Value.Val.isInt() && Value.Val.getInt() == 1) ||
+          (Value.Val.isFloat() && Value.Val.getFloat().isExactlyValue(1.0)));
+}
+
+/// Whether E computes with a tensor (of the batch, a loss): not only with plain numbers.
+bool mentionsTensor(const Expr *E) {
+  bool Found = false;
+  forEachStmt(E, [&](const Stmt *S) {
+    const auto *Value = dyn_cast<Expr>(S);
+    if (Found || !Value) {
+      return;
+    }
+    if (const auto *Record = Value->getType()->getAsCXXRecordDecl()) {
+      std::string Name = Record->getQualifiedNameAsString();
+      Found = Name == "at::Tensor" || Name == "at::TensorBase";
+    }
+  });
+  return Found;
+}
+
+constexpr const char *DividedOtherwise =
+    "it sums per-batch means and is divided by something other than a count of the steps, "
+    "which means one thing under split_batches and another otherwise; divide it by a counter "
+    "incremented once per batch";
+
+/// A step counter: only `++n` / `n += 1` in a sharded loop, and resets.
+bool isStepCounter(const VarDecl *Var, ASTContext &Ctx) {
+  const auto *Function = Var ? dyn_cast<FunctionDecl>(Var->getDeclContext()) : nullptr;
+  if (!Function || !Function->getBody() || !Var->isLocalVarDecl()) {
+    return false;
+  }
+  bool Counts = false;
+  for (const Write &W : writesOf(Var, Function, Ctx)) {
+    if (W.Kind == Write::Reset) {
+      continue;
+    }
+    if (W.Kind != Write::Add || (W.Increment && !addsOne(W.Increment, Ctx)) ||
+        !insideShardedLoop(W.At, Ctx)) {
+      return false;
+    }
+    Counts = true;
+  }
+  return Counts;
+}
+
+/// A step count: a step counter, or a number written out (`/ 8`, a print every 8 steps): the
+/// same in both loader modes, as the steps are. Not an expression of other variables
+/// (`512 / batch_size`: the configured batch size means the global batch under split_batches
+/// and one process's batch otherwise).
+bool countsSteps(const Expr *Divisor, ASTContext &Ctx) {
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(Divisor->IgnoreParenCasts())) {
+    return isStepCounter(dyn_cast<VarDecl>(Ref->getDecl()), Ctx);
+  }
+  bool NamesVariable = false;
+  forEachStmt(Divisor, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    NamesVariable = NamesVariable || (Ref && isa<VarDecl>(Ref->getDecl()));
+  });
+  return !NamesVariable && isConstant(Divisor, Ctx);
+}
+
+/// Read is not divided, or divided by a step counter (`total / steps`,
+/// `total / static_cast<double>(steps)`).
+bool dividedByStepCounterOrNothing(const Stmt *Read, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Read);
+  for (int Depth = 0; Depth < 16; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return true;
+    }
+    const auto *Parent = Parents[0].get<Expr>();
+    if (!Parent) {
+      return true;
+    }
+    if (isa<ImplicitCastExpr, ParenExpr, CXXStaticCastExpr, CStyleCastExpr, CXXFunctionalCastExpr>(
+            Parent)) {
+      Current = Parents[0];
+      continue;
+    }
+    const auto *Division = dyn_cast<BinaryOperator>(Parent);
+    if (!Division || Division->getOpcode() != BO_Div ||
+        Division->getLHS()->IgnoreParenCasts() != Read) {
+      return true;
+    }
+    return countsSteps(Division->getRHS(), Ctx);
+  }
+  return true;
 }
 
 } // namespace
@@ -132,11 +249,25 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   // evaluation loop after training is two statistics), and those later in a loop around the
   // read (a progress print before this iteration's update).
   unsigned ReadAt = offsetIn(Read, SM);
+  auto EndOf = [&](const Stmt *S) {
+    return SM.getFileOffset(SM.getExpansionRange(S->getEndLoc()).getEnd());
+  };
+  // A rescale is where the statistic is combined, as the read of its own right-hand side;
+  // a read after it sees a combined value.
+  auto Contains = [&](const Write &W) {
+    return offsetIn(W.At, SM) <= ReadAt && ReadAt <= EndOf(W.At);
+  };
   unsigned Since = 0;
   for (const Write &W : Writes) {
-    if (W.Kind == Write::Reset && offsetIn(W.At, SM) < ReadAt) {
+    if ((W.Kind == Write::Reset || W.Kind == Write::Rescale) && !Contains(W) &&
+        offsetIn(W.At, SM) < ReadAt) {
       Since = std::max(Since, offsetIn(W.At, SM));
     }
+  }
+  if (llvm::any_of(Writes, [&](const Write &W) {
+        return W.Kind == Write::Rescale && !Contains(W) && offsetIn(W.At, SM) == Since;
+      })) {
+    return Result;
   }
   auto Loops = loopsAround(Read, Ctx);
   auto Sees = [&](const Write &W) {
@@ -150,6 +281,11 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
            });
   };
   bool Outside = false, Sums = false, Means = false, Unclear = false, Updated = false;
+  std::string Why;
+  const std::string ByConfiguredSize =
+      "it counts by a number that is not the batch's own size, and the configured batch size "
+      "is the global batch under split_batches but one process's batch otherwise; count "
+      "batch.data.size(0) instead";
   for (const Write &W : Writes) {
     if (W.Kind != Write::Add || !Sees(W)) {
       continue;
@@ -162,7 +298,9 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     BatchValue Value = W.Increment ? classifyBatchValue(W.Increment, Ctx) : BatchValue::Constant;
     switch (Value) {
     case BatchValue::Constant:
-      break; // a step counter: equal on every process
+      // A step counter (`++step`, `x += 0.5`): every process takes as many steps as the
+      // original at the same global batch, so it is equal on each and to the original's.
+      break;
     case BatchValue::Sum:
       Sums = true;
       break;
@@ -170,10 +308,11 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
       Means = true;
       break;
     default:
-      if (Type->isIntegerType()) {
+      if (Type->isIntegerType() && mentionsTensor(W.Increment)) {
         Sums = true; // an integer added up per batch counts something in it
       } else {
-        Unclear = true;
+        Unclear = true; // `seen += batch_size`: as a constant, above
+        Why = Type->isIntegerType() ? ByConfiguredSize : "";
       }
     }
   }
@@ -182,9 +321,18 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   }
   if (Outside || Unclear || (Sums && Means)) {
     Result.Unclear = true;
+    Result.Why = Outside || (Sums && Means) ? "" : Why;
     return Result;
   }
   Result.Op = Sums ? "sum" : Means ? "mean" : "";
+  // A sum of per-batch means, averaged across processes, is the sum over the steps every
+  // process takes alike; divided by anything but the step count (`/ (512 / batch_size)`, a
+  // literal) it means one thing in each loader mode.
+  if (Result.Op == "mean" && !dividedByStepCounterOrNothing(Read, Ctx)) {
+    Result.Op.clear();
+    Result.Unclear = true;
+    Result.Why = DividedOtherwise;
+  }
   return Result;
 }
 
@@ -216,6 +364,25 @@ bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Rea
     }
   }
   Read = classifyStatisticRead(Var, Ref, Ctx);
+  return !Read.Op.empty() || Read.Unclear;
+}
+
+bool rescalesStatistic(const CompoundAssignOperator *Rescale, ASTContext &Ctx,
+                       StatisticRead &Read) {
+  const VarDecl *Var = assignedVar(Rescale->getLHS());
+  if (!Var || (Rescale->getOpcode() != BO_DivAssign && Rescale->getOpcode() != BO_MulAssign) ||
+      insideShardedLoop(Rescale, Ctx) || mentions(Rescale->getRHS(), Var)) {
+    return false;
+  }
+  Read = classifyStatisticRead(Var, Rescale, Ctx);
+  if (Read.Op == "mean") {
+    // As for a read divided in place (classifyStatisticRead): by the step count only.
+    if (Rescale->getOpcode() != BO_DivAssign || !countsSteps(Rescale->getRHS(), Ctx)) {
+      Read.Op.clear();
+      Read.Unclear = true;
+      Read.Why = DividedOtherwise;
+    }
+  }
   return !Read.Op.empty() || Read.Unclear;
 }
 

@@ -36,6 +36,8 @@ bool iteratesShardedLoader(const clang::CXXForRangeStmt *Loop, clang::ASTContext
 struct StatisticRead {
   std::string Op;
   bool Unclear = false;
+  /// For some unclear reads, why (empty: the kind of the values added up cannot be told).
+  std::string Why;
 };
 /// The writes a read sees are those since the last reset before it, and those later in a
 /// loop around it: a variable reset and reused by an evaluation loop is combined (or not) by
@@ -50,6 +52,11 @@ bool isStatisticRead(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, Stat
 bool readsRunningStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, std::string &Op);
 /// isStatisticRead that cannot be combined safely (StatisticRead::Unclear).
 bool readsUnclearStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx);
+
+/// `x /= n` or `x *= n` after the loop on a running statistic x: where it is combined (its
+/// value read in place). Read tells how (Op, or Unclear).
+bool rescalesStatistic(const clang::CompoundAssignOperator *Rescale, clang::ASTContext &Ctx,
+                       StatisticRead &Read);
 
 /// Whether S runs only on some processes: it is inside an `if`, loop or `?:` whose condition
 /// asks the accelerator which process this is (is_main_process(), process_index(), ...). A

@@ -255,6 +255,15 @@ AST_MATCHER(Stmt, holdsTrainingStep) { return isTrainingStepLoop(&Node, Finder->
 AST_MATCHER(FunctionDecl, isStepFunction) { return isTrainingStepFunction(&Node); }
 } // namespace
 
+bool isInTrainingStep(const CallExpr *Call, ASTContext &Ctx) {
+  DynTypedNode Node = DynTypedNode::create(*Call);
+  if (const Stmt *Loop = innermostLoop(Node, Ctx)) {
+    return isTrainingStepLoop(Loop, Ctx);
+  }
+  const FunctionDecl *Function = enclosingFunction(Node, Ctx);
+  return Function && isTrainingStepFunction(Function);
+}
+
 StatementMatcher trainingStepBody() {
   auto Body = hasBody(compoundStmt().bind("body"));
   auto Loop =

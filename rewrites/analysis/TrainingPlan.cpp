@@ -255,6 +255,24 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     Plan.Setup = Setup;
   }
 
+  // Clipping the accelerator cannot do would clip scaled gradients under fp16 and partial
+  // sums under accumulation: the loop is rewritten whole or not at all.
+  std::string Clipping;
+  forEachStmt(Plan.Unit, [&](const Stmt *S) {
+    if (Clipping.empty() && isGradientClipping(S)) {
+      if (std::string Why = clippingProblem(cast<CallExpr>(S)); !Why.empty()) {
+        Clipping = "the gradient clipping on line " + line(S->getBeginLoc(), SM) + " of this " +
+                   "training loop cannot become the accelerator's: " + Why +
+                   "; write accelerator.clip_grad_norm_(parameters, max_norm) (a "
+                   "std::vector<torch::Tensor>) there by hand, then run accel-rewrite again";
+      }
+    }
+  });
+  if (!Clipping.empty()) {
+    Problem(Clipping);
+    return;
+  }
+
   if (match(acceleratorFunction(), *Function, Ctx).empty()) {
     std::string Why;
     if (const AcceleratorParameterPlan *Parameter = acceleratorParameterPlan(Function, Ctx);
@@ -340,26 +358,28 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
   }
   Declined.insert(DeclinedSetups.begin(), DeclinedSetups.end());
   Declined.erase(nullptr);
-  // Helpers that get the accelerator from a declined function, and the functions that would
-  // pass it to a declined helper, go with it: a call passing `accelerator` to a helper left
-  // as written would not compile.
+  // Helpers that get the accelerator from a declined function go with it. A call that would
+  // pass the accelerator to a declined helper is left as written (the helper keeps its
+  // parameters), and only the call: the rest of its caller is rewritten as usual.
+  llvm::SmallVector<const CallExpr *, 4> CallsToDeclined;
   for (bool Changed = true; Changed;) {
     Changed = false;
     for (const FunctionDecl *Callee : calledFunctions(Ctx)) {
-      bool Receives = receivesAcceleratorParameter(Callee, Ctx);
+      const FunctionDecl *Helper = owningFunction(Callee);
+      if (!Helper || !receivesAcceleratorParameter(Callee, Ctx)) {
+        continue;
+      }
       for (const CallExpr *Call : callsInMainFile(Callee, Ctx)) {
         const FunctionDecl *Caller = owningFunction(callerOf(Call, Ctx));
-        const FunctionDecl *Helper = owningFunction(Callee);
-        if (!Caller || !Helper || !Receives) {
-          continue;
-        }
-        if (Declined.count(Caller) && Declined.insert(Helper).second) {
-          Changed = true;
-        }
-        if (Declined.count(Helper) && Declined.insert(Caller).second) {
+        if (Caller && Declined.count(Caller) && Declined.insert(Helper).second) {
           Changed = true;
         }
       }
+    }
+  }
+  for (const FunctionDecl *Callee : calledFunctions(Ctx)) {
+    if (Declined.count(owningFunction(Callee)) && receivesAcceleratorParameter(Callee, Ctx)) {
+      llvm::append_range(CallsToDeclined, callsInMainFile(Callee, Ctx));
     }
   }
   auto Add = [&](SourceRange Range) {
@@ -369,6 +389,12 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
       Plans.DeclinedRanges.push_back({SM.getFileOffset(Begin), SM.getFileOffset(End) + 1});
     }
   };
+  for (const CallExpr *Call : CallsToDeclined) {
+    // Up to its first argument, where accel-accelerator would insert `accelerator, `; edits
+    // of the arguments themselves stay.
+    llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
+    Add({Call->getBeginLoc(), Args.empty() ? Call->getRParenLoc() : Args.front()->getBeginLoc()});
+  }
   for (const FunctionDecl *Function : Declined) {
     for (const FunctionDecl *Declaration : Function->redecls()) {
       Add(Declaration->getSourceRange());

@@ -10,6 +10,7 @@
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/Devices.h"
 #include "analysis/EntryFunction.h"
 #include "analysis/SetupFunction.h"
 #include "support/Calls.h"
@@ -63,8 +64,11 @@ Rule declarationRule() {
     SourceLocation At = lineStartBefore(First, *Match.SourceManager);
     // On a line of its own, indented like the statement after it; beside that statement when
     // it shares its line with other code (the user's lines are never re-flowed).
-    Result.push_back(insertionAt(At, At == First ? "accelerate::Accelerator accelerator; "
-                                                 : "accelerate::Accelerator accelerator;\n"));
+    std::string Declaration =
+        namesNoDevice(*Match.Context)
+            ? "accelerate::Accelerator accelerator(accelerate::Options::on_cpu());"
+            : "accelerate::Accelerator accelerator;";
+    Result.push_back(insertionAt(At, Declaration + (At == First ? " " : "\n")));
     return Result;
   };
   return makeRule(Setup, Edits, finding(Finding::Rewrite, "first", [](const MatchResult &Match) {
@@ -75,7 +79,12 @@ Rule declarationRule() {
                                     Function->getCanonicalDecl()
                                 ? " calls the functions that set up training, and passes it "
                                   "to them"
-                                : " creates the optimizer");
+                                : " creates the optimizer") +
+                           (namesNoDevice(*Match.Context)
+                                ? "; this program places nothing on a device, so the run stays "
+                                  "on the CPU (Options::on_cpu()): its tensors would otherwise "
+                                  "meet a model moved to the GPU"
+                                : "");
                   }));
 }
 

@@ -46,6 +46,18 @@ AST_MATCHER(DeclRefExpr, readsStatistic) {
   return readsRunningStatistic(&Node, Finder->getASTContext(), Op);
 }
 
+AST_MATCHER(BinaryOperator, rescalesCombinedStatistic) {
+  const auto *Rescale = dyn_cast<CompoundAssignOperator>(&Node);
+  StatisticRead Read;
+  return Rescale && rescalesStatistic(Rescale, Finder->getASTContext(), Read) && !Read.Op.empty();
+}
+
+AST_MATCHER(BinaryOperator, rescalesUnclearStatistic) {
+  const auto *Rescale = dyn_cast<CompoundAssignOperator>(&Node);
+  StatisticRead Read;
+  return Rescale && rescalesStatistic(Rescale, Finder->getASTContext(), Read) && Read.Unclear;
+}
+
 std::string operation(const MatchResult &Match) {
   std::string Op;
   readsRunningStatistic(Match.Nodes.getNodeAs<DeclRefExpr>("read"), *Match.Context, Op);
@@ -88,10 +100,43 @@ Rule makeReduceRule() {
                          "' sums per-batch means over this process's part of each batch; "
                          "accelerator.reduce averages them across processes";
       }));
+  // `loss /= batches` after the loop reads the statistic in place: combined there, as
+  // `loss = accelerator.reduce(loss, "mean") / batches`.
+  auto Rescale =
+      binaryOperator(inUserCode(), forFunction(acceleratorFunction()), rescalesCombinedStatistic())
+          .bind("rescale");
+  auto RescaleText = [](const MatchResult &Match) -> std::string {
+    const auto *Op = Match.Nodes.getNodeAs<CompoundAssignOperator>("rescale");
+    StatisticRead Read;
+    rescalesStatistic(Op, *Match.Context, Read);
+    std::string Name = sourceText(Op->getLHS(), *Match.Context);
+    std::string By = sourceText(Op->getRHS(), *Match.Context);
+    const Expr *Divisor = Op->getRHS()->IgnoreImpCasts();
+    if (!isa<DeclRefExpr, IntegerLiteral, FloatingLiteral, CallExpr, ParenExpr, MemberExpr>(
+            Divisor)) {
+      By = "(" + By + ")";
+    }
+    return Name + " = accelerator.reduce(" + Name + ", \"" + Read.Op + "\") " +
+           (Op->getOpcode() == BO_DivAssign ? "/ " : "* ") + By;
+  };
+  auto RescaleRule =
+      makeRule(Rescale, changeTo(node("rescale"), run(RescaleText)),
+               explain("rescale", "the statistic is scaled in place after the loop: "
+                                  "accelerator.reduce combines every process's share there"));
+  auto UnclearRescale = makeRule(
+      binaryOperator(inUserCode(), forFunction(acceleratorFunction()), rescalesUnclearStatistic())
+          .bind("rescale"),
+      noEdits(),
+      warn("rescale", "this scales a value added up over this process's batches, but "
+                      "accel-reduce cannot tell whether it sums values per sample or per-batch "
+                      "means, so it is left as this process's share; combine it first with "
+                      "accelerator.reduce(value, \"sum\") or accelerator.reduce(value, \"mean\") "
+                      "by hand"));
   // Where only some processes would run the collective: left alone, with a warning.
   auto OnSomeProcesses = [](std::string Id) {
     return makeRule(
-        stmt(anyOf(declRefExpr(readsStatistic()), cxxMemberCallExpr(printsBatchValueNode())),
+        stmt(anyOf(declRefExpr(readsStatistic()), cxxMemberCallExpr(printsBatchValueNode()),
+                   binaryOperator(rescalesCombinedStatistic())),
              inUserCode(), forFunction(acceleratorFunction()), onSomeProcesses())
             .bind(Id),
         noEdits(),
@@ -103,7 +148,14 @@ Rule makeReduceRule() {
   auto UnclearRead = makeRule(
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsUnclear()).bind("read"),
       noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
-        std::string Name = Match.Nodes.getNodeAs<DeclRefExpr>("read")->getDecl()->getNameAsString();
+        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
+        std::string Name = Ref->getDecl()->getNameAsString();
+        StatisticRead Read;
+        isStatisticRead(Ref, *Match.Context, Read);
+        if (!Read.Why.empty()) {
+          return "'" + Name + "' is added up over this process's batches, but " + Read.Why +
+                 "; it is left as this process's share";
+        }
         return "'" + Name +
                "' is added up over this process's batches, but accel-reduce cannot tell whether "
                "it sums values per sample or per-batch means (or it also adds up over data "
@@ -118,8 +170,8 @@ Rule makeReduceRule() {
       warn("item", "this prints a value of this process's batch that accel-reduce cannot "
                    "classify (a sum or a mean over the batch), so the main process prints its "
                    "own; wrap it in accelerator.reduce(..., \"sum\") or \"mean\" by hand"));
-  return applyFirst<Finding>(
-      {OnSomeProcesses("read"), PrintedRule, ReadRule, UnclearRead, UnclearPrint});
+  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule, RescaleRule,
+                              UnclearRead, UnclearPrint, UnclearRescale});
 }
 
 } // namespace accel::rewrites

@@ -26,19 +26,6 @@ using namespace clang::transformer;
 namespace accel::rewrites {
 namespace {
 
-/// In a loop that runs a training step, or outside loops in a helper that is one training
-/// step and gets the accelerator.
-AST_MATCHER(CXXMemberCallExpr, inTrainingStep) {
-  ASTContext &Ctx = Finder->getASTContext();
-  DynTypedNode Call = DynTypedNode::create(Node);
-  if (const Stmt *Loop = innermostLoop(Call, Ctx)) {
-    return isTrainingStepLoop(Loop, Ctx);
-  }
-  const FunctionDecl *Function = enclosingFunction(Call, Ctx);
-  return Function && isTrainingStepFunction(Function) &&
-         receivesAcceleratorParameter(Function, Ctx);
-}
-
 const CXXMemberCallExpr *call(const MatchResult &Match) {
   return Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
 }

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/IncludedTraining.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
@@ -41,7 +42,33 @@ Rule makeTrainingLoopRule() {
     }
     return Result;
   });
-  return makeRule(Backward, noEdits(), Verdict);
+  // Training in a project header is no loop of this file: declined out loud, never passed
+  // over in silence.
+  auto Headers = dynamicFinding("unit", [](const MatchResult &Match) {
+    Finding Result;
+    Result.Message = "no included header trains";
+    const SourceManager &SM = *Match.SourceManager;
+    for (const IncludedTraining &Header : trainingInIncludedHeaders(*Match.Context)) {
+      if (Result.Kind != Finding::Decline) {
+        Result.Kind = Finding::Decline;
+        Result.Loc =
+            Header.Include.isValid() ? Header.Include : SM.getLocForStartOfFile(SM.getMainFileID());
+        Result.Message = "the training in included headers is left as written, and would run "
+                         "unchanged on every process, each on all the data with its own "
+                         "model (accel-rewrite edits only the file it is given):";
+      } else {
+        Result.Message += ";";
+      }
+      Result.Message +=
+          " '" + Header.Header + "' calls backward on line " + std::to_string(Header.Line);
+    }
+    Result.Message += "; move the training loop into this file, or rewrite it there by hand "
+                      "(accelerator.prepare, accelerator.backward, accelerator.step, "
+                      "accelerator.prepare_data_loader)";
+    return Result;
+  });
+  return applyFirst<Finding>({makeRule(Backward, noEdits(), Verdict),
+                              makeRule(translationUnitDecl().bind("unit"), noEdits(), Headers)});
 }
 
 } // namespace accel::rewrites

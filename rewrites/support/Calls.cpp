@@ -40,6 +40,34 @@ bool containsBackward(const Stmt *S) {
   return Found;
 }
 
+bool isGradientClipping(const Stmt *S) {
+  const auto *Call = dyn_cast<CallExpr>(S);
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee || isa<CXXMemberCallExpr>(Call)) {
+    return false;
+  }
+  const std::string Name = qualifiedName(Callee);
+  return Name == "torch::nn::utils::clip_grad_norm_" ||
+         Name == "torch::nn::utils::clip_grad_value_";
+}
+
+std::string clippingProblem(const CallExpr *Call) {
+  const FunctionDecl *Callee = Call->getDirectCallee();
+  const auto *Parameters =
+      Callee->getNumParams() > 0
+          ? Callee->getParamDecl(0)->getType().getNonReferenceType()->getAsCXXRecordDecl()
+          : nullptr;
+  if (!Parameters || qualifiedName(Parameters) != "std::vector") {
+    return "it clips one tensor or a braced list, where the accelerator's clipping takes a "
+           "std::vector<torch::Tensor>";
+  }
+  if (Call->getNumArgs() > 3 && !isa<CXXDefaultArgExpr>(Call->getArg(3))) {
+    return "it asks to fail on a non-finite norm (error_if_nonfinite), which "
+           "accelerator.clip_grad_norm_ does not";
+  }
+  return "";
+}
+
 const Expr *spelled(const Expr *E) {
   return E ? E->IgnoreUnlessSpelledInSource()->IgnoreParens() : nullptr;
 }

@@ -32,6 +32,12 @@ clang::ast_matchers::StatementMatcher backwardCall();
 /// Whether S or a statement below it (lambda bodies included) is a backward call.
 bool containsBackward(const clang::Stmt *S);
 
+/// A call of torch::nn::utils::clip_grad_norm_ or clip_grad_value_.
+bool isGradientClipping(const clang::Stmt *S);
+/// Why accelerator.clip_grad_norm_/clip_grad_value_ cannot stand for a clipping call ("" when
+/// it can: the parameters are a std::vector<Tensor>, and no error_if_nonfinite is asked).
+std::string clippingProblem(const clang::CallExpr *Call);
+
 /// The expression as spelled: implicit conversions, temporaries and parentheses removed.
 const clang::Expr *spelled(const clang::Expr *E);
 /// The variable an expression names, through one dereference (`loader` or `*loader`).

@@ -4,6 +4,9 @@
 
 #include "runtime.h"
 
+#include <cmath>
+#include <vector>
+
 namespace accelerate {
 
 Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
@@ -93,15 +96,49 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
   }
 }
 
+namespace {
+
+// The total norm of the gradients as they are, without clipping.
+double gradient_norm(const std::vector<torch::Tensor> &parameters, double norm_type) {
+  std::vector<torch::Tensor> norms;
+  for (const auto &parameter : parameters) {
+    if (parameter.grad().defined()) {
+      norms.push_back(parameter.grad().detach().norm(norm_type).to(torch::kDouble).cpu());
+    }
+  }
+  if (norms.empty()) {
+    return 0.0;
+  }
+  const auto all = torch::stack(norms);
+  return (std::isinf(norm_type) ? all.max() : all.norm(norm_type)).item<double>();
+}
+
+} // namespace
+
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                                     double norm_type) {
-  if (runtime_->prepared.scaler && runtime_->gradients.sync_gradients) {
+  if (!runtime_->gradients.sync_gradients) {
+    // Clipping a cycle's partial sum would change what the cycle adds up to.
+    return gradient_norm(parameters, norm_type);
+  }
+  if (runtime_->prepared.scaler) {
     // Clip the true gradients, not the scaled ones. By parameter: no prepared optimizer is
     // needed (one from a finished fold may be gone); the optimizer's step takes these
     // parameters' overflow into account.
     runtime_->prepared.scaler->unscale(parameters);
   }
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
+}
+
+void Accelerator::clip_grad_value_(const std::vector<torch::Tensor> &parameters,
+                                   double clip_value) {
+  if (!runtime_->gradients.sync_gradients) {
+    return;
+  }
+  if (runtime_->prepared.scaler) {
+    runtime_->prepared.scaler->unscale(parameters);
+  }
+  torch::nn::utils::clip_grad_value_(parameters, clip_value);
 }
 
 } // namespace accelerate

@@ -234,7 +234,8 @@ const Program kPrinting[] = {
     {"device_progress", true, true},   {"warmup_gradnorm", true, false},
     {"holder_counts", true, true},     {"sequential_fit", true, true},
     {"kfold_tabs", true, false},       {"two_models_book", true, false},
-    {"course_classifier", true, false},
+    {"course_classifier", true, false}, {"clip_rmsprop", true, false},
+    {"encoder_head", true, false},      {"so_vector_eval", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

@@ -33,7 +33,7 @@ void run() { torch::nn::Linear model = makeModel();
 }
 // The first statement shares its line with the brace: the Accelerator goes beside it, since
 // the tool does not re-flow the user's lines.
-// CHECK-FIXES: void run() { accelerate::Accelerator accelerator; torch::nn::Linear model = makeModel();
+// CHECK-FIXES: void run() { accelerate::Accelerator accelerator(accelerate::Options::on_cpu()); torch::nn::Linear model = makeModel();
 
 // Helpers that train: declared first, defined later, the parameter goes on both (`&` placed
 // as most of the file places it).

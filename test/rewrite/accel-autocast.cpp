@@ -10,7 +10,7 @@
 // Only this rule:
 // RUN: %accel-rewrite --rules=autocast %t/input.cpp -o %t/only.cpp -- %torch_flags 2>/dev/null
 // RUN: FileCheck %s --check-prefix=ONLY --input-file=%t/only.cpp
-// ONLY: accelerate::Accelerator accelerator;
+// ONLY: accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
 // ONLY: for (auto &batch : *loader) {
 // ONLY-NEXT: auto autocast = accelerator.autocast();
 // ONLY-NEXT: optimizer.zero_grad();

@@ -15,7 +15,7 @@
 // RUN: %accel-rewrite --rules=backward %t/input.cpp -o %t/only.cpp -- %torch_flags 2>/dev/null
 // RUN: FileCheck %s --check-prefix=ONLY --input-file=%t/only.cpp
 // ONLY: #include <accelerate/accelerate.h>
-// ONLY: accelerate::Accelerator accelerator;
+// ONLY: accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
 // ONLY-NOT: accelerator.prepare
 // ONLY: accelerator.backward(loss);
 // ONLY: torch::save(model, "model.pt");
@@ -40,7 +40,7 @@ void helper(torch::Tensor loss) {
 int main() {
   torch::nn::Linear model(4, 1);
   // CHECK-FIXES: int main() {
-  // CHECK-FIXES-NEXT: accelerate::Accelerator accelerator;
+  // CHECK-FIXES-NEXT: accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
   // CHECK-FIXES-NEXT: torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   torch::Tensor loss = model(torch::randn({2, 4})).sum();

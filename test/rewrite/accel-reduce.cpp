@@ -109,6 +109,46 @@ void book_style() {
   // CHECK-FIXES: accelerator.printf("test accuracy %lld\n", static_cast<long long>(right));
 }
 
+// Normalised in place after the loop, as many programs write it: combined there, and the
+// reads after it take the combined value. A sum of per-batch means divided by anything but the
+// step count (a number written out is one), and a count of the configured batch size, mean
+// one thing per loader mode: warned.
+void in_place(int64_t batch_size) {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double epoch_loss = 0, other = 0, per_batch = 0, sum_loss = 0, window = 0;
+  int num_batches = 0;
+  int64_t total = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    epoch_loss += loss.item<double>();
+    other += loss.item<double>();
+    per_batch += loss.item<double>();
+    window += loss.item<double>();
+    sum_loss += loss.item<double>() * b.data.size(0);
+    ++num_batches;
+    total += batch_size;
+  }
+  epoch_loss /= num_batches;
+  // CHECK-FIXES: {{^}}  epoch_loss = accelerator.reduce(epoch_loss, "mean") / num_batches;
+  other = other / num_batches;
+  // CHECK-FIXES: {{^}}  other = accelerator.reduce(other, "mean") / num_batches;
+  sum_loss *= 0.5 + 0.5;
+  // CHECK-FIXES: {{^}}  sum_loss = accelerator.reduce(sum_loss, "sum") * (0.5 + 0.5);
+  std::printf("%.4f %.4f %.4f\n", epoch_loss, other, sum_loss);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f %.4f %.4f\n", epoch_loss, other, sum_loss);
+  std::printf("%.4f\n", window / 4);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", accelerator.reduce(window, "mean") / 4);
+  std::printf("%.4f\n", per_batch / (16 / batch_size));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'per_batch' is added up over this process's batches, but it sums per-batch means and is divided by something other than a count of the steps{{.*}} [accel-reduce]
+  std::printf("%lld\n", static_cast<long long>(total));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'total' is added up over this process's batches, but it counts by a number that is not the batch's own size{{.*}} [accel-reduce]
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -160,5 +200,6 @@ int main() {
   std::printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(model, *loader, optimizer));
   partly_ported(model);
   book_style();
+  in_place(4);
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }

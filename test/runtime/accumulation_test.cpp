@@ -186,4 +186,57 @@ TEST(Clipping, ReturnsTheNormAndClips) {
   EXPECT_NEAR(std::sqrt(after), 0.5, 1e-4);
 }
 
+enum class Clip { Norm, Value };
+
+// One process clipping in every step, at batch `batch` with `accumulation` steps per update.
+std::vector<torch::Tensor> train_clipping(Clip clip, int accumulation, size_t batch) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = accumulation;
+  accelerate::Accelerator accelerator(options);
+  accelerate::set_seed(7);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.05);
+  accelerator.prepare(model, optimizer);
+  auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+      RegressionDataset().map(torch::data::transforms::Stack<>()), batch);
+  for (auto &b : *loader) {
+    auto guard = accelerator.accumulate(model);
+    accelerator.zero_grad(optimizer);
+    accelerator.backward(torch::mse_loss(model->forward(b.data), b.target));
+    if (clip == Clip::Norm) {
+      accelerator.clip_grad_norm_(model->parameters(), 0.01);
+    } else {
+      accelerator.clip_grad_value_(model->parameters(), 0.001);
+    }
+    accelerator.step(optimizer);
+  }
+  return state_of(model);
+}
+
+// Clipping acts on a cycle's whole gradient: two accumulated steps at batch 4 clip what one
+// step at batch 8 clips. (Clipping each partial sum would not: the limits are tight enough
+// that every step clips.)
+TEST(Clipping, ClipsTheCyclesWholeGradientOnly) {
+  for (Clip clip : {Clip::Norm, Clip::Value}) {
+    const auto accumulated = train_clipping(clip, 2, 4), whole = train_clipping(clip, 1, 8);
+    ASSERT_EQ(accumulated.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(accumulated[i], whole[i], 1e-4, 1e-6))
+          << (clip == Clip::Norm ? "norm" : "value") << " parameter " << i;
+    }
+  }
+}
+
+TEST(Clipping, ValueClampsEachGradient) {
+  accelerate::Accelerator accelerator;
+  Net model;
+  accelerator.prepare(model);
+  accelerator.backward(model->forward(torch::ones({4, 8}) * 10).sum());
+  accelerator.clip_grad_value_(model->parameters(), 0.25);
+  for (const auto &p : model->parameters()) {
+    EXPECT_LE(p.grad().abs().max().item<double>(), 0.25 + 1e-7);
+  }
+  EXPECT_DOUBLE_EQ(model->parameters()[0].grad().abs().max().item<double>(), 0.25);
+}
+
 } // namespace

@@ -142,11 +142,16 @@ public:
   /// the optimizer has not used yet: those must stay. So it may be called first in the step
   /// or after accelerator.step(optimizer).
   void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
-  /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Only
-  /// meaningful when sync_gradients(): before that, each process holds a partial sum. Under
-  /// fp16 these parameters' gradients are unscaled first (the norm is the true one).
+  /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Under
+  /// fp16 these parameters' gradients are unscaled first (the norm is the true one). On a step
+  /// that does not synchronise gradients (inside accumulate(), before the cycle's last step)
+  /// each process holds a partial sum: nothing is clipped, and the norm returned is that of
+  /// the partial sum, as it stands (scaled under fp16).
   double clip_grad_norm_(const std::vector<torch::Tensor> &parameters, double max_norm,
                          double norm_type = 2.0);
+  /// Clamps each gradient to [-clip_value, clip_value]; unscaled first under fp16, and only on
+  /// steps that synchronise gradients, like clip_grad_norm_.
+  void clip_grad_value_(const std::vector<torch::Tensor> &parameters, double clip_value);
 
   // ---- mixed precision -------------------------------------------------------------------
   /// Runs what the program computes while it lives (the forward pass and the loss) in the

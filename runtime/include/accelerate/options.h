@@ -39,6 +39,15 @@ struct PowerSgdOptions {
 };
 
 struct Options {
+  /// Options that keep the run on the CPU (cpu = true), also where CUDA is available: what
+  /// accel-rewrite gives a program that never places anything on a device, whose tensors
+  /// would otherwise meet a model moved to the GPU.
+  static Options on_cpu() {
+    Options options;
+    options.cpu = true;
+    return options;
+  }
+
   /// "gloo", "nccl" or "" (choose: NCCL on CUDA, Gloo on CPU). Env: ACCELERATE_BACKEND.
   std::string backend;
   /// Train on the CPU even when CUDA is available. Env: ACCELERATE_USE_CPU=true.

@@ -27,7 +27,7 @@ auto make_dataset() {
 
 double train(int epochs, int64_t batch) {
   // CHECK-FIXES: double train(accelerate::Accelerator &accelerator, int epochs, int64_t batch) {
-  // CHECK-FIXES-NOT: accelerate::Accelerator accelerator;
+  // CHECK-FIXES-NOT: accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   // CHECK-FIXES: accelerator.prepare(model, optimizer);
@@ -66,7 +66,7 @@ void fit_given(Net &net, int64_t batch) {
 
 int main() {
   // CHECK-FIXES: int main() {
-  // CHECK-FIXES: accelerate::Accelerator accelerator;
+  // CHECK-FIXES: accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
   std::cout << "starting\n";
   // CHECK-FIXES: accelerator.print() << "starting\n";
   double loss = train(2, 8);

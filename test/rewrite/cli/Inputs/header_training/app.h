@@ -1,0 +1,3 @@
+// Brings in the steps through another header.
+#pragma once
+#include <proj/steps.h>
