@@ -56,7 +56,7 @@ bool isConstant(const Expr *E, ASTContext &Ctx) {
 } // namespace
 
 bool iteratesShardedLoader(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
-  return isShardedLoader(iteratedVar(Loop), Ctx, 0);
+  return isShardedLoader(iteratedVar(Loop), Ctx, 0) || isBatchListLoop(Loop, Ctx);
 }
 
 namespace {

@@ -158,6 +158,71 @@ bool isShardedLoader(const VarDecl *Var, ASTContext &Ctx, int Depth) {
   return Init && isMethodCall(Init, "accelerate::Accelerator", "prepare_data_loader");
 }
 
+namespace {
+
+/// A batch a program can make itself that prepare_batches can share and move: a tensor, an
+/// Example of tensors, a pair or tuple of tensors, a vector of tensors.
+bool isBatchType(QualType Type, int Depth = 0) {
+  Type = Type.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  if (Depth > 2) {
+    return false;
+  }
+  if (isClassOrDerived(Type, "at::Tensor")) {
+    return true;
+  }
+  const auto *Record = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  if (!Record) {
+    return false;
+  }
+  const std::string Name = qualifiedName(Record);
+  const TemplateArgumentList &Args = Record->getTemplateArgs();
+  auto AllTensors = [&](llvm::ArrayRef<TemplateArgument> List) {
+    return !List.empty() && llvm::all_of(List, [&](const TemplateArgument &Arg) {
+      return Arg.getKind() == TemplateArgument::Type &&
+             isClassOrDerived(Arg.getAsType(), "at::Tensor");
+    });
+  };
+  if (Name == "torch::data::Example" || Name == "std::pair") {
+    return AllTensors(Args.asArray());
+  }
+  if (Name == "std::tuple" && Args.size() == 1 && Args[0].getKind() == TemplateArgument::Pack) {
+    return AllTensors(Args[0].getPackAsArray());
+  }
+  if (Name == "std::vector" && Args.size() >= 1 && Args[0].getKind() == TemplateArgument::Type) {
+    return isClassOrDerived(Args[0].getAsType(), "at::Tensor");
+  }
+  return false;
+}
+
+/// std::vector<Batch> of a batch type.
+bool isBatchListType(QualType Type) {
+  const auto *Record = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  return Record && qualifiedName(Record) == "std::vector" &&
+         Record->getTemplateArgs().size() >= 1 &&
+         Record->getTemplateArgs()[0].getKind() == TemplateArgument::Type &&
+         isBatchType(Record->getTemplateArgs()[0].getAsType());
+}
+
+} // namespace
+
+bool isUnpreparedBatchListLoop(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
+  // Not in a template: its text serves other instantiations, which may iterate a loader.
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Loop), Ctx);
+  if (!Function || Function->isTemplateInstantiation() || Function->isDependentContext()) {
+    return false;
+  }
+  const Expr *Init = Loop->getRangeInit();
+  const VarDecl *List = namedVar(Init);
+  return List && isa<DeclRefExpr>(spelled(Init)) && isBatchListType(List->getType()) &&
+         isTrainingStepLoop(Loop, Ctx) && !Init->getBeginLoc().isMacroID();
+}
+
+bool isBatchListLoop(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
+  return isMethodCall(spelled(Loop->getRangeInit()), "accelerate::Accelerator",
+                      "prepare_batches") ||
+         isUnpreparedBatchListLoop(Loop, Ctx);
+}
+
 bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
   for (const DynTypedNode &Parent : Ctx.getParents(*Var)) {
     for (const DynTypedNode &Grand : Ctx.getParents(Parent)) {

@@ -41,6 +41,13 @@ std::string shardingProblem(const clang::VarDecl *Loader);
 /// that accel-data-loader shards, one made by accelerator.prepare_data_loader, or a parameter
 /// that a call in this file passes such a loader to.
 bool isShardedLoader(const clang::VarDecl *Var, clang::ASTContext &Ctx, int Depth = 0);
+/// A training-step range-for over batches the program made itself: a std::vector (by name)
+/// of tensors, Examples, pairs or tuples of tensors, or vectors of tensors, that
+/// accel-data-loader shards with accelerator.prepare_batches; or one already iterating
+/// accelerator.prepare_batches(...).
+bool isBatchListLoop(const clang::CXXForRangeStmt *Loop, clang::ASTContext &Ctx);
+/// Such a loop over the vector itself, not yet through prepare_batches.
+bool isUnpreparedBatchListLoop(const clang::CXXForRangeStmt *Loop, clang::ASTContext &Ctx);
 /// The loop variable of a range-for over a training loader.
 bool isTrainingBatch(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 

@@ -149,6 +149,16 @@ const VarDecl *shardedLoaderAround(const Stmt *S, ASTContext &Ctx,
       if (const VarDecl *Loader = iteratedVar(Loop); Loader && isShardedLoader(Loader, Ctx)) {
         return Loader;
       }
+      if (isBatchListLoop(Loop, Ctx)) {
+        // The list of batches (or, through prepare_batches(...) of a temporary, the loop's
+        // variable standing for it).
+        const VarDecl *List = iteratedVar(Loop);
+        if (const auto *Prepared = dyn_cast<CXXMemberCallExpr>(spelled(Loop->getRangeInit()));
+            Prepared && Prepared->getNumArgs() == 1) {
+          List = namedVar(Prepared->getArg(0));
+        }
+        return List ? List : Loop->getLoopVariable();
+      }
     }
     auto Parents = Ctx.getParents(Current);
     if (Parents.empty() || Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
@@ -291,7 +301,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
         Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
     Problem("the batches " + Where + " come from " + Source +
             ", which accel-rewrite cannot shard: every process would train on all of it; "
-            "iterate a loader made with torch::data::make_data_loader (declared auto), or "
+            "iterate a loader made with torch::data::make_data_loader (declared auto) or a "
+            "std::vector of batches by name (accelerator.prepare_batches shards it), or "
             "give each process its part by hand (accelerator.process_index(), "
             "accelerator.num_processes())");
   };

@@ -44,7 +44,8 @@ struct LoopPlan {
   llvm::SmallVector<const clang::VarDecl *, 2> Optimizers;
   /// The function that creates them, where accelerator.prepare is (or goes).
   const clang::FunctionDecl *Setup = nullptr;
-  /// The loader whose batches the unit trains on, as created.
+  /// The loader whose batches the unit trains on, as created; for a list of batches the
+  /// program made (accelerator.prepare_batches), the list's variable.
   const clang::VarDecl *Loader = nullptr;
   /// Why the unit cannot be rewritten right, and what to do by hand; empty when it can.
   std::string Problem;

@@ -119,6 +119,12 @@ Plan plan(const MatchResult &Match) {
 
 } // namespace
 
+namespace {
+AST_MATCHER(CXXForRangeStmt, isUnpreparedBatchList) {
+  return isUnpreparedBatchListLoop(&Node, Finder->getASTContext());
+}
+} // namespace
+
 Rule makeDataLoaderRule() {
   auto Call =
       callExpr(inUserCode(), callee(functionDecl(hasName("::torch::data::make_data_loader"))))
@@ -131,9 +137,18 @@ Rule makeDataLoaderRule() {
     }
     return plan(Match).Edits;
   };
-  return makeRule(Call, Edits, dynamicFinding("call", [](const MatchResult &Match) {
-                    return plan(Match).Note;
-                  }));
+  auto Loaders =
+      makeRule(Call, Edits,
+               dynamicFinding("call", [](const MatchResult &Match) { return plan(Match).Note; }));
+  // A training loop over batches the program made itself: shared like a loader's.
+  auto BatchList = cxxForRangeStmt(inUserCode(), forFunction(acceleratorFunction()),
+                                   isUnpreparedBatchList(), hasRangeInit(expr().bind("list")))
+                       .bind("loop");
+  auto Lists = makeRule(
+      BatchList, changeTo(node("list"), cat("accelerator.prepare_batches(", node("list"), ")")),
+      explain("list", "each process trains on its share of these batches (every N-th one, or "
+                      "its rows of each under split_batches), moved to accelerator.device()"));
+  return applyFirst<Finding>({Loaders, Lists});
 }
 
 } // namespace accel::rewrites

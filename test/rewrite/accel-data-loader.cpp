@@ -15,6 +15,11 @@
 
 #include <torch/torch.h>
 
+#include <iostream>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 using Data = torch::data::datasets::TensorDataset;
 
 template <typename Loader> void consume(Loader &loader) {
@@ -42,6 +47,55 @@ void train_spelled(torch::nn::Linear &model, Spelled &loader) {
 // here (see the warning on 'to_spelled' below).
 // CHECK-FIXES: void train_epoch(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
 // CHECK-FIXES: void train_spelled(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Spelled &loader) {
+
+// Batches the program made itself, in a std::vector iterated by name: shared like a loader's
+// (accelerator.prepare_batches); a vector of something else, or one iterated by evaluation
+// only, stays as it is.
+void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
+  std::vector<torch::Tensor> tensors = {torch::randn({8, 4}), torch::randn({8, 4})};
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> pairs = {{torch::randn({8, 4}), torch::randn({8, 1})}};
+  std::vector<torch::data::Example<>> examples = {{torch::randn({8, 4}), torch::randn({8, 1})}};
+  std::vector<std::tuple<torch::Tensor, torch::Tensor>> tuples = {{torch::randn({8, 4}), torch::randn({8, 1})}};
+  std::vector<double> weights = {1.0, 2.0};
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (const auto &x : tensors) {
+      // CHECK-FIXES: {{^}}    for (const auto &x : accelerator.prepare_batches(tensors)) {
+      optimizer.zero_grad();
+      model(x).sum().backward();
+      optimizer.step();
+    }
+    for (auto &[x, y] : pairs) {
+      // CHECK-FIXES: {{^}}    for (auto &[x, y] : accelerator.prepare_batches(pairs)) {
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
+    for (auto &example : examples) {
+      // CHECK-FIXES: {{^}}    for (auto &example : accelerator.prepare_batches(examples)) {
+      optimizer.zero_grad();
+      (model(example.data) - example.target).pow(2).mean().backward();
+      optimizer.step();
+    }
+    for (const auto &[x, y] : tuples) {
+      // CHECK-FIXES: {{^}}    for (const auto &[x, y] : accelerator.prepare_batches(tuples)) {
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
+  }
+  for (double w : weights) {
+    // CHECK-FIXES: {{^}}  for (double w : weights) {
+    optimizer.zero_grad();
+    (model(torch::ones({1, 4})) * w).sum().backward();
+    optimizer.step();
+  }
+  double evaluated = 0;
+  for (const auto &x : tensors) {
+    // CHECK-FIXES: {{^}}  for (const auto &x : tensors) {
+    evaluated += model(x).sum().item<double>();
+  }
+  std::cout << evaluated << "\n";
+}
 
 int main() {
   torch::nn::Linear model(4, 1);
@@ -94,6 +148,7 @@ int main() {
       model(batch[0].data).sum().backward();
     }
   }
+  hand_made(model, optimizer);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {
     model(batch[0].data);

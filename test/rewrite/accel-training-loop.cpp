@@ -84,13 +84,15 @@ void model_outside() {
   fit(model, *loader);
 }
 
-// Batches from a std::vector: no rule shards them.
-void vector_batches() {
+// Batches sliced by hand from an index permutation: no rule shards them.
+void permutation_batches() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
-  std::vector<torch::Tensor> batches = {torch::randn({8, 4}), torch::randn({8, 4})};
-  for (const auto &batch : batches) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from 'batches', which accel-rewrite cannot shard: every process would train on all of it; iterate a loader made with torch::data::make_data_loader (declared auto), or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+  auto inputs = torch::randn({16, 4});
+  auto order = torch::randperm(16);
+  for (int64_t start = 0; start < 16; start += 4) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from a loop over no loader, which accel-rewrite cannot shard: every process would train on all of it; iterate a loader made with torch::data::make_data_loader (declared auto) or a std::vector of batches by name (accelerator.prepare_batches shards it), or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    auto batch = inputs.index_select(0, order.slice(0, start, start + 4));
     optimizer.zero_grad();
     model->forward(batch).sum().backward();
     // CHECK-FIXES: {{^}}    model->forward(batch).sum().backward();
@@ -152,7 +154,7 @@ int main() {
   sound();
   kfold();
   model_outside();
-  vector_batches();
+  permutation_batches();
   straight_line();
   Trainer().train();
   return guarded();

@@ -357,4 +357,86 @@ TEST(ShardedLoader, SplitBatchesResumeInTheMiddleOfAnEpoch) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+// prepare_batches: batches a program made itself, shared like a prepared loader's.
+// Batch k holds the rows 10k, 10k+1, ... of its size.
+accelerate::Options long_cycles(accelerate::Options options = {}) {
+  options.gradient_accumulation_steps = 100; // a cycle ends only with the pass
+  return options;
+}
+
+std::vector<std::pair<torch::Tensor, torch::Tensor>> hand_made_batches(std::vector<int64_t> sizes) {
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    auto rows =
+        torch::arange(static_cast<int64_t>(k) * 10, static_cast<int64_t>(k) * 10 + sizes[k]);
+    batches.emplace_back(rows, rows * 2);
+  }
+  return batches;
+}
+
+std::vector<std::vector<int64_t>> rows_seen(accelerate::Accelerator &accelerator,
+                                            std::vector<int64_t> sizes, bool &ended) {
+  std::vector<std::vector<int64_t>> seen;
+  for (auto &[x, y] : accelerator.prepare_batches(hand_made_batches(std::move(sizes)))) {
+    EXPECT_TRUE(torch::equal(y, x * 2)); // the pair's halves stay together
+    seen.emplace_back(x.data_ptr<int64_t>(), x.data_ptr<int64_t>() + x.numel());
+    // The last batch ends the pass, as a loader's: an accumulation cycle closes there.
+    auto guard = accelerator.accumulate();
+    ended = accelerator.sync_gradients();
+  }
+  return seen;
+}
+
+TEST(PreparedBatches, EveryNthBatchAndTheFirstRepeatedToEvenThemOut) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator(long_cycles());
+    bool ended = false;
+    const auto seen = rows_seen(accelerator, {2, 2, 2, 2, 1}, ended);
+    using V = std::vector<std::vector<int64_t>>;
+    if (peer.rank == 0) {
+      EXPECT_EQ(seen, (V{{0, 1}, {20, 21}, {40}}));
+    } else {
+      EXPECT_EQ(seen, (V{{10, 11}, {30, 31}, {0, 1}}));
+    }
+    EXPECT_TRUE(ended);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(PreparedBatches, SplitBatchesGiveEachProcessItsRowsOfEveryBatch) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator(long_cycles(split_batches()));
+    bool ended = false;
+    const auto seen = rows_seen(accelerator, {4, 4, 3}, ended);
+    using V = std::vector<std::vector<int64_t>>;
+    if (peer.rank == 0) {
+      EXPECT_EQ(seen, (V{{0, 1}, {10, 11}, {20}}));
+    } else {
+      EXPECT_EQ(seen, (V{{2, 3}, {12, 13}, {21, 22}}));
+    }
+    EXPECT_TRUE(ended);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(PreparedBatches, OneProcessTakesEveryBatchAsItIs) {
+  accelerate::Accelerator accelerator(long_cycles());
+  bool ended = false;
+  EXPECT_EQ(rows_seen(accelerator, {2, 1}, ended),
+            (std::vector<std::vector<int64_t>>{{0, 1}, {10}}));
+  EXPECT_TRUE(ended);
+  // Tensors alone, and tuples, too.
+  std::vector<torch::Tensor> plain = {torch::ones({2, 3}), torch::zeros({2, 3})};
+  int64_t count = 0;
+  for (const auto &x : accelerator.prepare_batches(plain)) {
+    count += x.size(0);
+  }
+  EXPECT_EQ(count, 4);
+  std::vector<std::tuple<torch::Tensor, torch::Tensor, torch::Tensor>> triples = {
+      {torch::ones(2), torch::ones(2), torch::ones(2)}};
+  for (auto &[a, b, c] : accelerator.prepare_batches(triples)) {
+    EXPECT_EQ((a + b + c).sum().item<double>(), 6.0);
+  }
+}
+
 } // namespace

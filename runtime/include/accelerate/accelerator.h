@@ -92,6 +92,18 @@ public:
         std::move(dataset), std::move(sampler), std::move(options), loader_context());
   }
 
+  /// Batches the program made itself (a std::vector of tensors, of Examples, of pairs or
+  /// tuples of tensors, of vectors of tensors), as this process's share for a training loop,
+  /// each moved to device() as it is read:
+  ///   for (auto &[x, y] : accelerator.prepare_batches(batches)) { ... }
+  /// As a prepared loader shares its batches: batch k goes to process k % N (even_batches
+  /// repeats the first batches until every process has as many), or with split_batches every
+  /// process takes its rows of every batch (B/N each when N divides B). Keeps its own copy of
+  /// the list (the tensors are shared).
+  template <typename Batch> BatchShard<Batch> prepare_batches(std::vector<Batch> batches) {
+    return BatchShard<Batch>(std::move(batches), loader_context());
+  }
+
   // ---- training step -------------------------------------------------------------------
   /// Runs backward and completes the gradient all-reduce that started during it, so that
   /// optimizer.step() reads averaged gradients; with Options::broadcast_buffers, the prepared

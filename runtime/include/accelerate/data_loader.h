@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -86,6 +87,11 @@ torch::data::Example<Data, Target> to_device(torch::data::Example<Data, Target> 
   }
   return batch;
 }
+/// Pairs and tuples move to the device like Examples.
+template <typename First, typename Second>
+std::pair<First, Second> to_device(std::pair<First, Second> batch, const torch::Device &device);
+template <typename... Items>
+std::tuple<Items...> to_device(std::tuple<Items...> batch, const torch::Device &device);
 template <typename T> std::vector<T> to_device(std::vector<T> batch, const torch::Device &device) {
   for (auto &item : batch) {
     item = to_device(std::move(item), device);
@@ -93,6 +99,64 @@ template <typename T> std::vector<T> to_device(std::vector<T> batch, const torch
   return batch;
 }
 template <typename T> T to_device(T batch, const torch::Device &) { return batch; }
+
+/// The rows [begin, end) of a batch a program made itself: of a tensor, of each tensor of an
+/// Example, a pair, a tuple or a vector of tensors.
+inline torch::Tensor slice_rows(const torch::Tensor &batch, int64_t begin, int64_t end) {
+  return batch.slice(0, begin, end);
+}
+template <typename Data, typename Target>
+torch::data::Example<Data, Target> slice_rows(torch::data::Example<Data, Target> batch,
+                                              int64_t begin, int64_t end) {
+  return {slice_rows(batch.data, begin, end), slice_rows(batch.target, begin, end)};
+}
+template <typename First, typename Second>
+std::pair<First, Second> slice_rows(const std::pair<First, Second> &batch, int64_t begin,
+                                    int64_t end) {
+  return {slice_rows(batch.first, begin, end), slice_rows(batch.second, begin, end)};
+}
+template <typename... Items>
+std::tuple<Items...> slice_rows(const std::tuple<Items...> &batch, int64_t begin, int64_t end) {
+  return std::apply(
+      [&](const auto &...item) { return std::tuple<Items...>(slice_rows(item, begin, end)...); },
+      batch);
+}
+template <typename T>
+std::vector<T> slice_rows(const std::vector<T> &batch, int64_t begin, int64_t end) {
+  std::vector<T> rows;
+  for (const auto &item : batch) {
+    rows.push_back(slice_rows(item, begin, end));
+  }
+  return rows;
+}
+
+/// The number of rows of a batch: its first tensor's size(0).
+inline int64_t rows_of(const torch::Tensor &batch) { return batch.size(0); }
+template <typename Data, typename Target>
+int64_t rows_of(const torch::data::Example<Data, Target> &batch) {
+  return rows_of(batch.data);
+}
+template <typename First, typename Second> int64_t rows_of(const std::pair<First, Second> &batch) {
+  return rows_of(batch.first);
+}
+template <typename... Items> int64_t rows_of(const std::tuple<Items...> &batch) {
+  return rows_of(std::get<0>(batch));
+}
+template <typename T> int64_t rows_of(const std::vector<T> &batch) {
+  TORCH_CHECK(!batch.empty(), "accelerate: prepare_batches: a batch is an empty vector");
+  return rows_of(batch.front());
+}
+
+template <typename First, typename Second>
+std::pair<First, Second> to_device(std::pair<First, Second> batch, const torch::Device &device) {
+  return {to_device(std::move(batch.first), device), to_device(std::move(batch.second), device)};
+}
+template <typename... Items>
+std::tuple<Items...> to_device(std::tuple<Items...> batch, const torch::Device &device) {
+  return std::apply(
+      [&](auto &...item) { return std::tuple<Items...>(to_device(std::move(item), device)...); },
+      batch);
+}
 
 /// The sampler the inner LibTorch loader uses: it hands out this process's planned batches.
 /// Copies share one state, so the copy LibTorch's loader keeps is the one we plan into (the
@@ -270,6 +334,91 @@ private:
   std::shared_ptr<detail::LoaderProgress> progress_;
   std::shared_ptr<typename ShardSampler::State> state_;
   std::unique_ptr<Inner> inner_;
+};
+
+/// This process's share of batches a program made itself, from Accelerator::prepare_batches:
+/// batch k goes to process k % N (with even_batches the first batches are repeated until every
+/// process has as many), or with split_batches every process takes its rows of every batch.
+/// Each batch is moved to the accelerator's device as it is read. Iterate it again for each
+/// epoch; it holds its own copy of the list (tensors are shared, not copied).
+template <typename Batch> class BatchShard {
+public:
+  BatchShard(std::vector<Batch> batches, std::shared_ptr<detail::LoaderContext> context)
+      : batches_(std::move(batches)), context_(std::move(context)) {
+    const auto world = static_cast<size_t>(context_->world_size);
+    const auto rank = static_cast<size_t>(context_->rank);
+    if (context_->split_batches || world == 1) {
+      for (size_t k = 0; k < batches_.size(); ++k) {
+        picks_.push_back(k);
+      }
+      return;
+    }
+    size_t count = batches_.size();
+    if (context_->even_batches && count % world != 0) {
+      count = (count + world - 1) / world * world; // wraps around to the first batches
+    }
+    for (size_t k = rank; k < count && !batches_.empty(); k += world) {
+      picks_.push_back(k % batches_.size());
+    }
+  }
+
+  class Iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Batch *;
+    using reference = Batch &;
+
+    Iterator(BatchShard *shard, size_t at) : shard_(shard), at_(at) {}
+    Batch &operator*() {
+      if (!current_) {
+        current_ = shard_->batch(at_);
+        shard_->context_->end_of_dataloader = at_ + 1 == shard_->picks_.size();
+        shard_->context_->remainder = -1;
+      }
+      return *current_;
+    }
+    Batch *operator->() { return &**this; }
+    Iterator &operator++() {
+      current_.reset();
+      ++at_;
+      return *this;
+    }
+    bool operator==(const Iterator &other) const { return at_ == other.at_; }
+    bool operator!=(const Iterator &other) const { return !(*this == other); }
+
+  private:
+    BatchShard *shard_;
+    size_t at_;
+    std::optional<Batch> current_;
+  };
+
+  Iterator begin() {
+    context_->end_of_dataloader = false;
+    return Iterator(this, 0);
+  }
+  Iterator end() { return Iterator(this, picks_.size()); }
+  /// Batches this process gets per pass.
+  size_t size() const { return picks_.size(); }
+
+private:
+  Batch batch(size_t at) const {
+    const Batch &whole = batches_[picks_[at]];
+    if (!context_->split_batches || context_->world_size == 1) {
+      return detail::to_device(whole, context_->device);
+    }
+    // Rows [r*B/N, (r+1)*B/N): equal parts when N divides B, one row more for the first
+    // processes otherwise.
+    const int64_t rows = detail::rows_of(whole), world = context_->world_size,
+                  rank = context_->rank;
+    const int64_t begin = rank * rows / world, end = (rank + 1) * rows / world;
+    return detail::to_device(detail::slice_rows(whole, begin, end), context_->device);
+  }
+
+  std::vector<Batch> batches_;
+  std::vector<size_t> picks_;
+  std::shared_ptr<detail::LoaderContext> context_;
 };
 
 } // namespace accelerate
