@@ -14,6 +14,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <optional>
+
 using namespace clang;
 using namespace clang::ast_matchers;
 
@@ -416,6 +418,68 @@ bool runsBeforePrepare(const Stmt *Call, ASTContext &Ctx) {
     }
   }
   return Enclosed;
+}
+
+namespace {
+/// A use of Model that does not need it on its device yet: `model->parameters()` (the
+/// optimizer holds the parameters, which prepare moves in place), `model->to(...)`.
+bool isHarmlessUse(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  DynTypedNode Node = DynTypedNode::create(*Ref);
+  for (int Depth = 0; Depth < 8; ++Depth) {
+    auto Parents = Ctx.getParents(Node);
+    if (Parents.empty()) {
+      return false;
+    }
+    if (const auto *Call = Parents[0].get<CXXMemberCallExpr>()) {
+      const CXXMethodDecl *Method = Call->getMethodDecl();
+      return Method && Method->getDeclName().isIdentifier() &&
+             llvm::is_contained({"parameters", "named_parameters", "to"}, Method->getName());
+    }
+    if (!Parents[0].get<ImplicitCastExpr>() && !Parents[0].get<MemberExpr>() &&
+        !Parents[0].get<CXXOperatorCallExpr>()) {
+      return false;
+    }
+    Node = Parents[0];
+  }
+  return false;
+}
+} // namespace
+
+bool modelUsedBeforePrepare(const VarDecl *Model, const Stmt *Move, ASTContext &Ctx) {
+  const auto *Function = dyn_cast<FunctionDecl>(Model->getDeclContext());
+  if (!Function || !Function->getBody()) {
+    return false;
+  }
+  const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Function);
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto Offset = [&](SourceLocation Loc) { return SM.getFileOffset(SM.getExpansionLoc(Loc)); };
+  const unsigned From = Offset(Move->getEndLoc());
+  std::optional<unsigned> To;
+  for (const PrepareGroup &Group : Info.Groups) {
+    if (!Group.LastDefinition || !llvm::is_contained(Group.Models, Model)) {
+      continue;
+    }
+    unsigned End = Offset(Group.LastDefinition->getEndLoc());
+    if (End >= From && (!To || End < *To)) {
+      To = End;
+    }
+  }
+  if (Info.AlreadyPrepared && Info.PreparedAt && llvm::is_contained(Info.PreparedModels, Model)) {
+    To = Offset(Info.PreparedAt->getBeginLoc()); // a rewritten file, read again
+  }
+  if (!To || *To < From) {
+    return false;
+  }
+  bool Used = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (Used || !Ref || Ref->getDecl() != Model) {
+      return;
+    }
+    unsigned At = Offset(Ref->getBeginLoc());
+    Used = At > From && At <= *To && !isHarmlessUse(Ref, Ctx);
+  });
+  return Used;
 }
 
 bool isPreparedModel(const VarDecl *Var, ASTContext &Ctx) {

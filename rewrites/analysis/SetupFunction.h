@@ -64,6 +64,12 @@ SetupInfo analyzeSetup(const clang::FunctionDecl *Function, clang::ASTContext &C
 bool runsBeforePrepare(const clang::Stmt *Call, clang::ASTContext &Ctx);
 /// True when Var is a model that prepare (inserted or already there) places on the device.
 bool isPreparedModel(const clang::VarDecl *Var, clang::ASTContext &Ctx);
+/// Whether code between Move (a `model->to(device)` statement) and the prepare that
+/// accel-prepare inserts for Model uses the model (a forward pass, a print; not
+/// `parameters()`, which an optimizer takes by reference): then the move must stay, or that
+/// code would run with the model on the CPU and its inputs on the accelerator's device.
+bool modelUsedBeforePrepare(const clang::VarDecl *Model, const clang::Stmt *Move,
+                            clang::ASTContext &Ctx);
 
 /// A function that creates an optimizer (by value): the one that sets up training.
 clang::ast_matchers::DeclarationMatcher setupFunction();

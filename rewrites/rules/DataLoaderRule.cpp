@@ -123,6 +123,31 @@ namespace {
 AST_MATCHER(CXXForRangeStmt, isUnpreparedBatchList) {
   return isUnpreparedBatchListLoop(&Node, Finder->getASTContext());
 }
+
+/// A read of the list inside the body of the loop that shares it (`batches.size()` in a
+/// progress line): the whole list, where each process iterates its share.
+AST_MATCHER(DeclRefExpr, readsListInsideItsLoop) {
+  ASTContext &Ctx = Finder->getASTContext();
+  DynTypedNode Current = DynTypedNode::create(Node);
+  for (int Depth = 0; Depth < 64; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty() || Parents[0].get<FunctionDecl>()) {
+      return false;
+    }
+    if (const auto *Loop = Parents[0].get<CXXForRangeStmt>();
+        Loop && Current.get<Stmt>() == Loop->getBody() && isBatchListLoop(Loop, Ctx)) {
+      // The list, iterated as it is or through prepare_batches(list).
+      const Expr *List = spelled(Loop->getRangeInit());
+      if (const auto *Prepared = dyn_cast<CXXMemberCallExpr>(List);
+          Prepared && Prepared->getNumArgs() == 1) {
+        List = Prepared->getArg(0);
+      }
+      return namedVar(List) == Node.getDecl();
+    }
+    Current = Parents[0];
+  }
+  return false;
+}
 } // namespace
 
 Rule makeDataLoaderRule() {
@@ -148,7 +173,16 @@ Rule makeDataLoaderRule() {
       BatchList, changeTo(node("list"), cat("accelerator.prepare_batches(", node("list"), ")")),
       explain("list", "each process trains on its share of these batches (every N-th one, or "
                       "its rows of each under split_batches), moved to accelerator.device()"));
-  return applyFirst<Finding>({Loaders, Lists});
+  auto ListRead = makeRule(
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsListInsideItsLoop())
+          .bind("read"),
+      noEdits(),
+      warn("read", "this reads the whole list of batches inside the loop that shares it: each "
+                   "process iterates its share of it (accelerator.prepare_batches), as many "
+                   "batches as the original only under split_batches; count the batches in the "
+                   "loop, or keep `auto shard = accelerator.prepare_batches(list);` and use "
+                   "shard.size()"));
+  return applyFirst<Finding>({Loaders, Lists, ListRead});
 }
 
 } // namespace accel::rewrites

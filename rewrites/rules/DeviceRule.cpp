@@ -188,7 +188,8 @@ bool useIsDropped(const DeclRefExpr *Use, ASTContext &Ctx) {
         return isTrainingBatch(On, Ctx);
       }
       auto CallParents = Ctx.getParents(*Call);
-      return isPreparedModel(On, Ctx) && !CallParents.empty() && CallParents[0].get<CompoundStmt>();
+      return isPreparedModel(On, Ctx) && !CallParents.empty() &&
+             CallParents[0].get<CompoundStmt>() && !modelUsedBeforePrepare(On, Call, Ctx);
     }
     Node = Parents[0];
   }
@@ -207,6 +208,14 @@ bool everyUseDropped(const VarDecl *Device, ASTContext &Ctx) {
   return !Uses.empty() && llvm::all_of(Uses, [&](const BoundNodes &Use) {
     return useIsDropped(Use.getNodeAs<DeclRefExpr>("use"), Ctx);
   });
+}
+
+/// `model->to(device)` whose model is used before its prepare (a demonstration forward, a
+/// first phase): the move stays.
+AST_MATCHER(CXXMemberCallExpr, movesModelUsedBeforePrepare) {
+  bool ThroughMember = false;
+  const VarDecl *Model = calledOnVar(&Node, ThroughMember);
+  return Model && !ThroughMember && modelUsedBeforePrepare(Model, &Node, Finder->getASTContext());
 }
 
 constexpr llvm::StringLiteral DeviceExplanation =
@@ -246,6 +255,26 @@ Rule makeDeviceRule() {
   };
   auto DeviceRule = makeRule(varDecl(DeviceVar, hasDeclContext(acceleratorFunction())), DeviceEdits,
                              explain("var", DeviceExplanation.str()));
+  // 1b. A later assignment to that variable (`device = torch::Device(torch::kCUDA, gpu_id)`):
+  // every process would compute on that one device; it is the accelerator's too.
+  auto AcceleratorDevice =
+      ignoringImplicit(cxxMemberCallExpr(callsMethod("accelerate::Accelerator", "device")));
+  auto Reassigned = declRefExpr(
+      to(varDecl(hasDeclContext(acceleratorFunction()),
+                 anyOf(DeviceVar, allOf(hasType(isDevice()), hasInitializer(AcceleratorDevice))))));
+  auto Reassignment =
+      expr(
+          inUserCode(), unless(isInTemplateInstantiation()),
+          anyOf(binaryOperator(hasOperatorName("="), hasLHS(ignoringParenImpCasts(Reassigned)),
+                               hasRHS(expr(unless(AcceleratorDevice)).bind("value"))),
+                cxxOperatorCallExpr(hasOverloadedOperatorName("="),
+                                    hasArgument(0, ignoringParenImpCasts(Reassigned)),
+                                    hasArgument(1, expr(unless(AcceleratorDevice)).bind("value")))))
+          .bind("assignment");
+  auto ReassignRule =
+      makeRule(Reassignment, changeTo(node("value"), cat("accelerator.device()")),
+               explain("assignment", "the device variable is the accelerator's: a device "
+                                     "chosen here would be the same one on every process"));
   auto ForeignDevice = noAcceleratorRule(
       varDecl(DeviceVar, hasDeclContext(functionDecl().bind("function"))), "var", "device chosen",
       "with several processes it must be the accelerator's device; pass accelerator.device() in");
@@ -260,7 +289,7 @@ Rule makeDeviceRule() {
           on(expr(
               anyOf(ModelRef, cxxOperatorCallExpr(hasOverloadedOperatorName("->"),
                                                   hasArgument(0, ignoringImplicit(ModelRef)))))),
-          hasParent(compoundStmt()))
+          hasParent(compoundStmt()), unless(movesModelUsedBeforePrepare()))
           .bind("call");
   auto ModelToText = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("call");
@@ -330,8 +359,8 @@ Rule makeDeviceRule() {
       "with several processes each has its own device; pass accelerator.device() in and move to "
       "that");
 
-  return applyFirst<Finding>(
-      {DeviceRule, ForeignDevice, ModelRule, BatchRule, RetargetRule, ForeignRetarget});
+  return applyFirst<Finding>({DeviceRule, ReassignRule, ForeignDevice, ModelRule, BatchRule,
+                              RetargetRule, ForeignRetarget});
 }
 
 } // namespace accel::rewrites

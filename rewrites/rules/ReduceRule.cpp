@@ -13,8 +13,10 @@
 #include "analysis/Statistics.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
+#include "support/SourceRanges.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/Lex/Lexer.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -105,22 +107,37 @@ Rule makeReduceRule() {
   auto Rescale =
       binaryOperator(inUserCode(), forFunction(acceleratorFunction()), rescalesCombinedStatistic())
           .bind("rescale");
-  auto RescaleText = [](const MatchResult &Match) -> std::string {
+  // Edits around the right-hand side, not over it: reads of statistics in it (`s /= n` with a
+  // counter n) get their own reduce from the read rule.
+  EditGenerator RescaleEdits =
+      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     const auto *Op = Match.Nodes.getNodeAs<CompoundAssignOperator>("rescale");
     StatisticRead Read;
     rescalesStatistic(Op, *Match.Context, Read);
     std::string Name = sourceText(Op->getLHS(), *Match.Context);
-    std::string By = sourceText(Op->getRHS(), *Match.Context);
-    const Expr *Divisor = Op->getRHS()->IgnoreImpCasts();
-    if (!isa<DeclRefExpr, IntegerLiteral, FloatingLiteral, CallExpr, ParenExpr, MemberExpr>(
-            Divisor)) {
-      By = "(" + By + ")";
+    const Expr *By = Op->getRHS()->IgnoreImpCasts();
+    bool Parenthesize =
+        !isa<DeclRefExpr, IntegerLiteral, FloatingLiteral, CallExpr, ParenExpr, MemberExpr>(By);
+    llvm::SmallVector<Edit, 1> Result;
+    if (Op->getBeginLoc().isMacroID() || Op->getEndLoc().isMacroID()) {
+      return Result;
     }
-    return Name + " = accelerator.reduce(" + Name + ", \"" + Read.Op + "\") " +
-           (Op->getOpcode() == BO_DivAssign ? "/ " : "* ") + By;
+    Edit Head;
+    Head.Range =
+        CharSourceRange::getCharRange(Op->getLHS()->getBeginLoc(), Op->getRHS()->getBeginLoc());
+    Head.Replacement = Name + " = accelerator.reduce(" + Name + ", \"" + Read.Op + "\") " +
+                       (Op->getOpcode() == BO_DivAssign ? "/ " : "* ") + (Parenthesize ? "(" : "");
+    Result.push_back(Head);
+    if (Parenthesize) {
+      Result.push_back(
+          insertionAt(Lexer::getLocForEndOfToken(Op->getRHS()->getEndLoc(), 0, *Match.SourceManager,
+                                                 Match.Context->getLangOpts()),
+                      ")"));
+    }
+    return Result;
   };
   auto RescaleRule =
-      makeRule(Rescale, changeTo(node("rescale"), run(RescaleText)),
+      makeRule(Rescale, RescaleEdits,
                explain("rescale", "the statistic is scaled in place after the loop: "
                                   "accelerator.reduce combines every process's share there"));
   auto UnclearRescale = makeRule(

@@ -58,11 +58,14 @@ void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
   std::vector<std::tuple<torch::Tensor, torch::Tensor>> tuples = {{torch::randn({8, 4}), torch::randn({8, 1})}};
   std::vector<double> weights = {1.0, 2.0};
   for (int epoch = 0; epoch < 2; ++epoch) {
+    int64_t step = 0;
     for (const auto &x : tensors) {
       // CHECK-FIXES: {{^}}    for (const auto &x : accelerator.prepare_batches(tensors)) {
       optimizer.zero_grad();
       model(x).sum().backward();
       optimizer.step();
+      std::cout << ++step << "/" << tensors.size() << "\n";
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:37: warning: this reads the whole list of batches inside the loop that shares it{{.*}} [accel-data-loader]
     }
     for (auto &[x, y] : pairs) {
       // CHECK-FIXES: {{^}}    for (auto &[x, y] : accelerator.prepare_batches(pairs)) {

@@ -46,6 +46,25 @@ void only_placement() {
 // CHECK-FIXES-NEXT: torch::optim::SGD optimizer(model->parameters(), 0.1);
 // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
 
+// A device chosen again later (a GPU id from the command line) is the accelerator's too; a
+// model used before its prepare (a demonstration forward) keeps its move, so that use sees it
+// where its inputs are.
+void chosen_again(int gpu_id) {
+  torch::Device device(torch::kCPU);
+  if (torch::cuda::is_available()) {
+    device = torch::Device(torch::kCUDA, gpu_id);
+    // CHECK-FIXES: {{^}}    device = accelerator.device();
+  }
+  torch::nn::Linear model(4, 1);
+  model->to(device);
+  // CHECK-FIXES: {{^}}  model->to(device);
+  auto before = model(torch::ones({1, 4}).to(device));
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  // CHECK-FIXES: accelerator.prepare(model, optimizer);
+  model(torch::randn({2, 4}).to(device)).sum().backward();
+  (void)before;
+}
+
 int main() {
   auto device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;
   // CHECK-FIXES: int main() {
@@ -104,4 +123,5 @@ int main() {
   evaluate(model);
   helper_ones();
   only_placement();
+  chosen_again(0);
 }

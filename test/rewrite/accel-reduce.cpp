@@ -137,7 +137,23 @@ void in_place(int64_t batch_size) {
   // CHECK-FIXES: {{^}}  epoch_loss = accelerator.reduce(epoch_loss, "mean") / num_batches;
   other = other / num_batches;
   // CHECK-FIXES: {{^}}  other = accelerator.reduce(other, "mean") / num_batches;
+  double per_sample = 0;
+  int64_t rows = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    per_sample += loss.item<double>() * b.data.size(0);
+    rows += b.data.size(0);
+  }
+  // Divided by a statistic itself: each is combined; a second scaling takes the combined value.
+  per_sample /= rows;
+  // CHECK-FIXES: {{^}}  per_sample = accelerator.reduce(per_sample, "sum") / accelerator.reduce(rows, "sum");
+  per_sample /= 2 * rows;
+  // CHECK-FIXES: {{^}}  per_sample /= 2 * accelerator.reduce(rows, "sum");
   sum_loss *= 0.5 + 0.5;
+  std::printf("%.4f\n", per_sample);
   // CHECK-FIXES: {{^}}  sum_loss = accelerator.reduce(sum_loss, "sum") * (0.5 + 0.5);
   std::printf("%.4f %.4f %.4f\n", epoch_loss, other, sum_loss);
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f %.4f %.4f\n", epoch_loss, other, sum_loss);

@@ -116,7 +116,9 @@ TEST(ShardedLoader, RealProcessesGetTheDocumentedBatches) {
     accelerate::Accelerator accelerator;
     auto loader = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
         IndexDataset(22).map(torch::data::transforms::Stack<>()), 3);
+    EXPECT_EQ(loader->size(), 4u); // known before the first epoch, for a schedule's length
     const auto batches = epoch_batches(accelerator, *loader);
+    EXPECT_EQ(loader->size(), 4u);
     using V = std::vector<std::vector<int64_t>>;
     if (peer.rank == 0) {
       EXPECT_EQ(batches, (V{{0, 1, 2}, {6, 7, 8}, {12, 13, 14}, {18, 19, 20}}));

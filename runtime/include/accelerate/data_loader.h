@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -321,8 +322,18 @@ public:
   Iterator end() { return Iterator(this, inner_->end()); }
 
   /// Number of batches this process gets in the current epoch (with split_batches, its slices
-  /// of the epoch's batches).
-  size_t size() const { return state_->plan.batches.size(); }
+  /// of the epoch's batches); before the first epoch, in each epoch (a schedule's length).
+  size_t size() const {
+    if (progress_->epochs_begun == 0 && !progress_->resume) {
+      // The count does not depend on the order: plan one over 0..n-1.
+      std::vector<int64_t> order(state_->dataset_size);
+      std::iota(order.begin(), order.end(), int64_t{0});
+      return detail::plan_shard(order, state_->batch_size, context_->rank, context_->world_size,
+                                context_->even_batches, state_->drop_last, progress_->split_batches)
+          .batches.size();
+    }
+    return state_->plan.batches.size();
+  }
 
   /// Epochs whose every batch was handed out; an epoch in progress does not count. After
   /// load_state, the loop that resumes starts from here:
