@@ -148,6 +148,89 @@ AST_MATCHER(DeclRefExpr, readsListInsideItsLoop) {
   }
   return false;
 }
+
+/// Ref is a loader's batch size as written: the integer argument of make_data_loader (or
+/// prepare_data_loader), of DataLoaderOptions(...), or of .batch_size(...).
+bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Ref);
+  for (int Depth = 0; Depth < 4; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return false;
+    }
+    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ParenExpr>() ||
+        Parents[0].get<MaterializeTemporaryExpr>()) {
+      Current = Parents[0];
+      continue;
+    }
+    if (const auto *Construct = Parents[0].get<CXXConstructExpr>()) {
+      return qualifiedName(Construct->getConstructor()->getParent()) ==
+             "torch::data::DataLoaderOptions";
+    }
+    if (const auto *Member = Parents[0].get<CXXMemberCallExpr>()) {
+      return isMethodCall(Member, "torch::data::DataLoaderOptions", "batch_size") ||
+             isMethodCall(Member, "accelerate::Accelerator", "prepare_data_loader");
+    }
+    if (const auto *Call = Parents[0].get<CallExpr>()) {
+      return qualifiedName(Call->getDirectCallee()) == "torch::data::make_data_loader";
+    }
+    return false;
+  }
+  return false;
+}
+
+/// A training loader's initializer in Function that takes Var as its batch size.
+bool feedsTrainingLoader(const VarDecl *Var, const FunctionDecl *Function, const Stmt *Except,
+                         ASTContext &Ctx) {
+  bool Found = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Decl = dyn_cast<DeclStmt>(S);
+    if (Found || !Decl || !Decl->isSingleDecl()) {
+      return;
+    }
+    const auto *Loader = dyn_cast<VarDecl>(Decl->getSingleDecl());
+    if (!Loader || !Loader->getInit() || !isShardedLoader(Loader, Ctx)) {
+      return;
+    }
+    forEachStmt(Loader->getInit(), [&](const Stmt *Child) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+      Found = Found || (Ref && Ref != Except && Ref->getDecl() == Var && setsBatchSize(Ref, Ctx));
+    });
+  });
+  return Found;
+}
+
+/// Arithmetic with the variable that sets a training loader's batch size (`n / batch_size`
+/// steps per epoch, `seen += batch_size`): it is one process's batch in the default loader mode
+/// and the global batch under split_batches.
+AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
+  ASTContext &Ctx = Finder->getASTContext();
+  const auto *Var = dyn_cast<VarDecl>(Node.getDecl());
+  if (!Var || !Var->getType()->isIntegerType() ||
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var))) {
+    return false;
+  }
+  DynTypedNode Current = DynTypedNode::create(Node);
+  for (int Depth = 0; Depth < 4; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return false;
+    }
+    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ParenExpr>()) {
+      Current = Parents[0];
+      continue;
+    }
+    const auto *Arithmetic = Parents[0].get<BinaryOperator>();
+    if (!Arithmetic || !(Arithmetic->isMultiplicativeOp() || Arithmetic->isAdditiveOp() ||
+                         Arithmetic->isCompoundAssignmentOp())) {
+      return false;
+    }
+    const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+    return Function && Function->getBody() && feedsTrainingLoader(Var, Function, &Node, Ctx);
+  }
+  return false;
+}
+
 } // namespace
 
 Rule makeDataLoaderRule() {
@@ -182,7 +265,21 @@ Rule makeDataLoaderRule() {
                    "batches as the original only under split_batches; count the batches in the "
                    "loop, or keep `auto shard = accelerator.prepare_batches(list);` and use "
                    "shard.size()"));
-  return applyFirst<Finding>({Loaders, Lists, ListRead});
+  auto BatchSizeArithmetic = makeRule(
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), computesWithTrainingBatchSize())
+          .bind("size"),
+      noEdits(), finding(Finding::Warning, "size", [](const MatchResult &Match) {
+        std::string Name = Match.Nodes.getNodeAs<DeclRefExpr>("size")->getDecl()->getNameAsString();
+        return "'" + Name +
+               "' sets a training loader's batch size, and this computes with it: by default "
+               "each process takes batches of " +
+               Name + " (the global batch is " + Name +
+               " times accelerator.num_processes()), so a number of steps or samples computed "
+               "from it is one process's share; under split_batches (accel launch "
+               "--split_batches) it stays the global batch, as written. Count the steps in "
+               "the loop, or launch with --split_batches";
+      }));
+  return applyFirst<Finding>({Loaders, Lists, ListRead, BatchSizeArithmetic});
 }
 
 } // namespace accel::rewrites

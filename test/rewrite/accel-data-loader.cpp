@@ -100,6 +100,22 @@ void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
   std::cout << evaluated << "\n";
 }
 
+// Arithmetic with a training loader's batch size: one process's batch by default, the global
+// batch under split_batches; warned. Printing it, or the data set's size, is not.
+void schedule_length(torch::nn::Linear &model, torch::optim::Optimizer &optimizer, int64_t batch,
+                     int64_t rows) {
+  auto loader = torch::data::make_data_loader(
+      Data(torch::randn({rows, 4})), torch::data::DataLoaderOptions().batch_size(batch));
+  const int64_t steps = rows / batch;
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:32: warning: 'batch' sets a training loader's batch size, and this computes with it{{.*}} [accel-data-loader]
+  std::cout << "batch " << batch << ", " << steps << " steps\n";
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    model(b[0].data).sum().backward();
+    optimizer.step();
+  }
+}
+
 int main() {
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -152,6 +168,7 @@ int main() {
     }
   }
   hand_made(model, optimizer);
+  schedule_length(model, optimizer, 4, 16);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {
     model(batch[0].data);
