@@ -31,6 +31,11 @@ transformer::RangeSelector wholeStatementLine(std::string Id) {
                (Data[LineEnd] == ' ' || Data[LineEnd] == '\t' || Data[LineEnd] == '\r')) {
           ++LineEnd;
         }
+        // A comment after the statement on its line is about it: it goes with it, rather than
+        // staying on a line of its own (`model->to(device);  // to the GPU`).
+        if (Data.substr(LineEnd).starts_with("//")) {
+          LineEnd = std::min(Data.find('\n', LineEnd), Data.size());
+        }
         bool AloneOnLine = (LineBegin == 0 || Data[LineBegin - 1] == '\n') &&
                            (LineEnd == Data.size() || Data[LineEnd] == '\n');
         if (!AloneOnLine) {

@@ -10,8 +10,8 @@
 
 namespace accel::rewrites {
 
-/// The statement bound to Id with its whole line (indentation and line break) when nothing
-/// else is on that line, else the statement and its semicolon.
+/// The statement bound to Id with its whole line (indentation, a `//` comment after it, the
+/// line break) when no other code is on that line, else the statement and its semicolon.
 clang::transformer::RangeSelector wholeStatementLine(std::string Id);
 /// Where a new line goes before Loc: the start of Loc's line when only white space
 /// precedes Loc on it (the inserted text then ends with a line break), else Loc itself.

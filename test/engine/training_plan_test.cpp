@@ -119,12 +119,13 @@ void other() {
 TEST(TrainingPlan, DeclinesBatchesNoRuleShardsAndAStepOutsideLoops) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 #include <vector>
-void vector_batches() {
+void permutation_batches() {
   Net model;
   torch::optim::SGD optimizer(model->parameters(), 0.1);
-  std::vector<torch::Tensor> batches = {torch::ones({2, 4})};
-  for (const auto &batch : batches) {
-    model->forward(batch).sum().backward();
+  auto rows = torch::ones({8, 4});
+  auto order = torch::randperm(8);
+  for (int64_t start = 0; start < 8; start += 2) {
+    model->forward(rows.index_select(0, order.slice(0, start, start + 2))).sum().backward();
     optimizer.step();
   }
 }
@@ -134,19 +135,35 @@ void one_step() {
   model->forward(torch::ones({2, 4})).sum().backward();
   optimizer.step();
 }
+// A std::vector of batches is shared by accelerator.prepare_batches: planned, not declined.
+void vector_batches() {
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  std::vector<torch::Tensor> batches = {torch::ones({2, 4})};
+  for (const auto &batch : batches) {
+    model->forward(batch).sum().backward();
+    optimizer.step();
+  }
+}
 )cpp");
   ASSERT_TRUE(AST);
   const TrainingPlans &Plans = AnalysisContext::of(AST->getASTContext()).trainingPlans();
-  const LoopPlan *Vector = planIn(Plans, "vector_batches");
+  const LoopPlan *Permutation = planIn(Plans, "permutation_batches");
   const LoopPlan *Step = planIn(Plans, "one_step");
-  ASSERT_NE(Vector, nullptr);
+  const LoopPlan *Vector = planIn(Plans, "vector_batches");
+  ASSERT_NE(Permutation, nullptr);
   ASSERT_NE(Step, nullptr);
-  EXPECT_NE(Vector->Problem.find("come from 'batches', which accel-rewrite cannot shard"),
+  ASSERT_NE(Vector, nullptr);
+  EXPECT_NE(Permutation->Problem.find("come from a loop over no loader, which accel-rewrite "
+                                      "cannot shard"),
             std::string::npos)
-      << Vector->Problem;
+      << Permutation->Problem;
   EXPECT_EQ(Step->Kind, LoopPlan::StraightLine);
   EXPECT_NE(Step->Problem.find("a training step outside any loop in 'one_step'"), std::string::npos)
       << Step->Problem;
+  EXPECT_TRUE(Vector->sound()) << Vector->Problem;
+  ASSERT_NE(Vector->Loader, nullptr);
+  EXPECT_EQ(Vector->Loader->getName(), "batches");
 }
 
 } // namespace

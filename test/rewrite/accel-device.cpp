@@ -32,11 +32,12 @@ torch::Tensor helper_ones() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:10: warning: moves to a fixed device in 'helper_ones', which has no accelerator: with several processes each has its own device; pass accelerator.device() in and move to that [accel-device]
 }
 
-// Every use of the device is taken out: the variable goes too (no "unused variable").
+// Every use of the device is taken out: the variable goes too (no "unused variable"), and a
+// comment after the move goes with it.
 void only_placement() {
   torch::Device device(torch::kCPU);
   torch::nn::Linear model(4, 1);
-  model->to(device);
+  model->to(device);  // the weights to the GPU
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   model(torch::randn({2, 4})).sum().backward();
 }
