@@ -311,7 +311,7 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
       if (Type->isIntegerType() && mentionsTensor(W.Increment)) {
         Sums = true; // an integer added up per batch counts something in it
       } else {
-        Unclear = true; // `seen += batch_size`: as a constant, above
+        Unclear = true; // `seen += batch_size`: a configured size, not the batch's own
         Why = Type->isIntegerType() ? ByConfiguredSize : "";
       }
     }
@@ -326,8 +326,8 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   }
   Result.Op = Sums ? "sum" : Means ? "mean" : "";
   // A sum of per-batch means, averaged across processes, is the sum over the steps every
-  // process takes alike; divided by anything but the step count (`/ (512 / batch_size)`, a
-  // literal) it means one thing in each loader mode.
+  // process takes alike; divided by anything but a step count (`/ (512 / batch_size)`) it
+  // means one thing in each loader mode.
   if (Result.Op == "mean" && !dividedByStepCounterOrNothing(Read, Ctx)) {
     Result.Op.clear();
     Result.Unclear = true;

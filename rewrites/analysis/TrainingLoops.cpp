@@ -162,11 +162,8 @@ namespace {
 
 /// A batch a program can make itself that prepare_batches can share and move: a tensor, an
 /// Example of tensors, a pair or tuple of tensors, a vector of tensors.
-bool isBatchType(QualType Type, int Depth = 0) {
+bool isBatchType(QualType Type) {
   Type = Type.getNonReferenceType().getCanonicalType().getUnqualifiedType();
-  if (Depth > 2) {
-    return false;
-  }
   if (isClassOrDerived(Type, "at::Tensor")) {
     return true;
   }
