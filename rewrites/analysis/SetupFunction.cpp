@@ -265,9 +265,26 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       }
     }
     if (Entry.Models.empty() && !Outside) {
-      Problem(Var->getLocation(), "cannot tell which model optimizer '" + Var->getNameAsString() +
-                                      "' trains; call accelerator.prepare(model, " +
-                                      Var->getNameAsString() + ") after both are created");
+      // Tensors of no model (`Adagrad opt({w, b}, ...)`): prepare synchronises a module's
+      // gradients, so there is no model to name.
+      std::string Tensors;
+      forEachStmt(Var->getInit(), [&](const Stmt *S) {
+        const auto *Ref = dyn_cast<DeclRefExpr>(S);
+        const auto *Local = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+        if (Local && Local->isLocalVarDecl() && isClassOrDerived(Local->getType(), "at::Tensor")) {
+          Tensors += (Tensors.empty() ? "'" : ", '") + Local->getNameAsString() + "'";
+        }
+      });
+      Problem(Var->getLocation(),
+              Tensors.empty()
+                  ? "cannot tell which model optimizer '" + Var->getNameAsString() +
+                        "' trains; call accelerator.prepare(model, " + Var->getNameAsString() +
+                        ") after both are created"
+                  : "optimizer '" + Var->getNameAsString() + "' trains tensors of no model (" +
+                        Tensors +
+                        "), and accelerator.prepare synchronises the gradients of a model's "
+                        "parameters; hold them in a torch::nn::Module (register_parameter) and "
+                        "prepare it with the optimizer");
     }
     for (const VarDecl *Model : Entry.Models) {
       if (const Stmt *Top = bodyStatementOf(DynTypedNode::create(*Model), Block, Ctx)) {

@@ -164,8 +164,22 @@ void helper_per_model() {
   fit(large, large_optimizer);
 }
 
+// Raw tensors trained by an optimizer: no model to prepare; the warning says what to write.
+void raw_tensors() {
+  auto w = torch::zeros({1, 4}, torch::requires_grad());
+  auto b = torch::zeros({1}, torch::requires_grad());
+  torch::optim::Adagrad opt({w, b}, torch::optim::AdagradOptions(0.2));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: optimizer 'opt' trains tensors of no model ('w', 'b'), and accelerator.prepare synchronises the gradients of a model's parameters; hold them in a torch::nn::Module (register_parameter) and prepare it with the optimizer [accel-prepare]
+  for (int i = 0; i < 2; ++i) {
+    opt.zero_grad();
+    (torch::ones({2, 4}).matmul(w.t()) + b).sum().backward();
+    opt.step();
+  }
+}
+
 int main() {
   gan();
+  raw_tensors();
   groups();
   torch::nn::Linear model(4, 1);
   train(model);
