@@ -97,6 +97,15 @@ endif()
 
 set(ACCEL_TORCH_VERSION ${Torch_VERSION})
 
+# A torch wheel's libtorch.so may carry and export its own copy of parts of libstdc++
+# (torch 2.11.0+cu130 does: std::filesystem). The loader binds a program's calls to the first
+# library of its needed list that defines a symbol; ahead of libstdc++ that is libtorch.so, and
+# our calls into its copy crashed (std::filesystem::remove_all jumped to address 0 on a GPU
+# machine). Naming libstdc++ first binds them to the real one. The runtime passes this on to
+# the programs that link it (runtime/CMakeLists.txt).
+set(ACCEL_LIBSTDCXX_FIRST "SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
+set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS "${ACCEL_LIBSTDCXX_FIRST}")
+
 # The wheel and the LibTorch zip contain gloo compiled into libtorch_cpu but no gloo headers;
 # ProcessGroupGloo.hpp needs them. We use Debian's libgloo-dev headers only for the types the
 # c10d header names (see docs/design.md, "Gloo headers").

@@ -59,7 +59,8 @@ void check_data_sharding(accelerate::Accelerator &accelerator) {
           "a batch is not full (even_batches)");
     seen.push_back(accelerator.gather_for_metrics(batch.data.reshape({-1})));
   }
-  const auto all = std::get<0>(torch::cat(seen).sort());
+  // Batches arrive on the accelerator's device; the expectation is built on the CPU.
+  const auto all = std::get<0>(torch::cat(seen).cpu().sort());
   const auto expected =
       torch::arange(static_cast<int64_t>(samples), torch::kFloat32) / static_cast<float>(samples);
   check(all.numel() == static_cast<int64_t>(samples) && torch::allclose(all, expected),
@@ -72,7 +73,8 @@ template <typename Loop> torch::Tensor train(Loop &&loop) {
   torch::nn::Linear model(1, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   loop(model, optimizer);
-  return torch::cat({model->weight.detach().reshape({-1}), model->bias.detach().reshape({-1})});
+  return torch::cat({model->weight.detach().reshape({-1}), model->bias.detach().reshape({-1})})
+      .cpu();
 }
 
 /// How far apart the two runs may end: fp32 sums in another order, or the forward pass in a
@@ -120,6 +122,9 @@ void check_training(accelerate::Accelerator &accelerator) {
   // cycle and of each epoch, except where the distributed run skipped one.
   size_t step = 0;
   const auto single = train([&](torch::nn::Linear &model, torch::optim::SGD &optimizer) {
+    // On the job's device, where autocast applies as it did to the distributed run.
+    const auto device = accelerator.device();
+    model->to(device);
     auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
         Line(samples).map(torch::data::transforms::Stack<>()), batch * processes);
     for (int epoch = 0; epoch < epochs; ++epoch) {
@@ -129,7 +134,7 @@ void check_training(accelerate::Accelerator &accelerator) {
         torch::Tensor loss;
         {
           auto autocast = accelerator.autocast(); // the forward pass only, as backward does
-          loss = torch::mse_loss(model->forward(b.data), b.target);
+          loss = torch::mse_loss(model->forward(b.data.to(device)), b.target.to(device));
         }
         (loss / accumulation).backward();
         ++seen;

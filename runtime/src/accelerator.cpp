@@ -19,10 +19,27 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <sstream>
 #include <unordered_set>
 
 namespace accelerate {
 namespace {
+
+// An optimizer made before prepare moved its model may hold state where the parameters were:
+// libtorch's Adagrad makes its `sum` tensors in its constructor, and its first step on the GPU
+// then failed ("found at least two devices, cuda:0 and cpu", seen on an H200). The optimizer's
+// own serialization, read back onto the device, moves every state tensor of a built-in
+// optimizer; one that serializes nothing keeps its state as it is.
+void move_state_to(torch::optim::Optimizer &optimizer, const torch::Device &device) {
+  torch::serialize::OutputArchive saved;
+  optimizer.save(saved);
+  std::ostringstream bytes;
+  saved.save_to(bytes);
+  std::istringstream read(bytes.str());
+  torch::serialize::InputArchive moved;
+  moved.load_from(read, device);
+  optimizer.load(moved);
+}
 
 std::optional<std::string> environment(const char *name) {
   const char *value = std::getenv(name);
@@ -347,6 +364,10 @@ void Accelerator::prepare_module(torch::nn::Module &module,
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {
+  const auto &device = runtime_->process.device;
+  if (!optimizer.state().empty() && !device.is_cpu()) {
+    move_state_to(optimizer, device);
+  }
   runtime_->prepared.training.add_optimizer(optimizer);
 }
 

@@ -135,9 +135,9 @@ void expect_printed_once(const std::string &original, const std::string &launche
       ADD_FAILURE() << "a line not from the main process: " << line;
     }
   }
-  EXPECT_EQ(got.size(), want.size()) << "the original printed " << want.size()
-                                     << " lines, the rewrite " << got.size() << ":\n"
-                                     << launched;
+  EXPECT_EQ(got.size(), want.size())
+      << "the original printed " << want.size() << " lines, the rewrite " << got.size() << ":\n"
+      << launched;
   for (size_t i = 0; i < std::min(want.size(), main_lines.size()); ++i) {
     EXPECT_TRUE(same_meaning(want[i], main_lines[i]))
         << "line " << i + 1 << " differs:\n  original: " << want[i]
@@ -185,8 +185,13 @@ bool archives_differ(torch::serialize::InputArchive &first,
   return false;
 }
 
+// NVIDIA_TF32_OVERRIDE=0: on a GPU, cuDNN's convolutions and LSTMs otherwise compute in TF32
+// (10-bit mantissa), and batches split differently then end 1e-4 apart (seen on an H200). The
+// comparison is of the training's arithmetic, so both sides run in full fp32.
+const std::map<std::string, std::string> kOriginalEnvironment = {{"OMP_NUM_THREADS", "1"},
+                                                                 {"NVIDIA_TF32_OVERRIDE", "0"}};
 const std::map<std::string, std::string> kLaunchEnvironment = {
-    {"HF_HOME", "/nonexistent-accel-test"}};
+    {"HF_HOME", "/nonexistent-accel-test"}, {"NVIDIA_TF32_OVERRIDE", "0"}};
 
 class Corpus : public ::testing::TestWithParam<Program> {};
 
@@ -199,7 +204,7 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
   const std::string rewritten = original + "_dist";
 
   const auto single = run_command({original, std::to_string(2 * kBatchPerProcess), dir + "/single"},
-                                  {{"OMP_NUM_THREADS", "1"}});
+                                  kOriginalEnvironment);
   ASSERT_EQ(single.exit_code, 0) << describe(single);
   const auto distributed = run_command({ACCEL_BIN, "launch", "--num_processes", "2", rewritten,
                                         std::to_string(kBatchPerProcess), dir + "/distributed"},
@@ -220,8 +225,8 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
   }
 
   torch::serialize::InputArchive expected, actual;
-  expected.load_from(dir + "/single/model.pt");
-  actual.load_from(dir + "/distributed/model.pt");
+  expected.load_from(dir + "/single/model.pt", torch::kCPU);
+  actual.load_from(dir + "/distributed/model.pt", torch::kCPU);
   expect_same_archives(expected, actual, "");
   fs::remove_all(dir);
 }
@@ -229,13 +234,13 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
 // Written in other people's styles, printing as they would (prints_once), some training in
 // helper functions (trains_in_helper); see each file's header comment.
 const Program kPrinting[] = {
-    {"spiral_report", true, false},    {"progress_tabs", true, false},
-    {"allman_factory", true, false},   {"helper_train_auto", true, true},
-    {"device_progress", true, true},   {"warmup_gradnorm", true, false},
-    {"holder_counts", true, true},     {"sequential_fit", true, true},
-    {"kfold_tabs", true, false},       {"two_models_book", true, false},
-    {"course_classifier", true, false}, {"clip_rmsprop", true, false},
-    {"encoder_head", true, false},      {"so_vector_eval", true, false},
+    {"spiral_report", true, false},      {"progress_tabs", true, false},
+    {"allman_factory", true, false},     {"helper_train_auto", true, true},
+    {"device_progress", true, true},     {"warmup_gradnorm", true, false},
+    {"holder_counts", true, true},       {"sequential_fit", true, true},
+    {"kfold_tabs", true, false},         {"two_models_book", true, false},
+    {"course_classifier", true, false},  {"clip_rmsprop", true, false},
+    {"encoder_head", true, false},       {"so_vector_eval", true, false},
     {"split_batches_book", true, false},
 };
 
@@ -267,7 +272,7 @@ TEST_P(CorpusHelper, AccumulationAndMixedPrecisionReachTheHelper) {
   const std::string batch = std::to_string(kBatchPerProcess);
 
   const auto single = run_command({original, std::to_string(4 * kBatchPerProcess), dir + "/single"},
-                                  {{"OMP_NUM_THREADS", "1"}});
+                                  kOriginalEnvironment);
   ASSERT_EQ(single.exit_code, 0) << describe(single);
   const auto launch = [&](std::vector<std::string> flags, const std::string &out) {
     std::vector<std::string> argv = {ACCEL_BIN, "launch", "--num_processes", "2"};
@@ -284,14 +289,14 @@ TEST_P(CorpusHelper, AccumulationAndMixedPrecisionReachTheHelper) {
 
   {
     torch::serialize::InputArchive expected, actual;
-    expected.load_from(dir + "/single/model.pt");
-    actual.load_from(dir + "/accumulated/model.pt");
+    expected.load_from(dir + "/single/model.pt", torch::kCPU);
+    actual.load_from(dir + "/accumulated/model.pt", torch::kCPU);
     expect_same_archives(expected, actual, "accumulating 2 against the original at 4B: ");
   }
   {
     torch::serialize::InputArchive without, with;
-    without.load_from(dir + "/plain/model.pt");
-    with.load_from(dir + "/bf16/model.pt");
+    without.load_from(dir + "/plain/model.pt", torch::kCPU);
+    with.load_from(dir + "/bf16/model.pt", torch::kCPU);
     EXPECT_TRUE(archives_differ(without, with))
         << "--mixed_precision bf16 trained exactly as without it: the helper's forward pass "
            "runs outside accelerator.autocast()";

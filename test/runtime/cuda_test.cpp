@@ -86,6 +86,7 @@ TEST(Cuda, Fp16TrainsWithLossScalingAndCheckpointsTheGpuGenerator) {
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("accel-cuda-checkpoint-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir); // a run that crashed may have left one (pids repeat)
   accelerator.save_state(dir.string());
   const auto expected = torch::rand({4}, accelerator.device());
   torch::rand({100}, accelerator.device()); // move the generator on
@@ -148,6 +149,35 @@ TEST(Cuda, PrepareMovesTheModelAndTrainingRunsOnTheGpu) {
   accelerator.backward(loss);
   optimizer.step();
   EXPECT_FALSE(torch::equal(before, model->weight.detach()));
+}
+
+// libtorch's Adagrad makes its state (`sum`) in its constructor, on the CPU where the model
+// still is; prepare moves it with the model, and the step on the GPU then trains as on the CPU.
+TEST(Cuda, PrepareMovesTheStateOfAnOptimizerMadeBeforeIt) {
+  ACCEL_SKIP_WITHOUT_CUDA(1);
+  const auto train = [](bool on_gpu) {
+    accelerate::Options options;
+    options.cpu = !on_gpu;
+    accelerate::Accelerator accelerator(options);
+    torch::manual_seed(0);
+    torch::nn::Linear model(4, 2);
+    torch::optim::Adagrad optimizer(
+        model->parameters(), torch::optim::AdagradOptions(0.1).initial_accumulator_value(0.5));
+    accelerator.prepare(model, optimizer);
+    const auto input = torch::arange(12, torch::kFloat32).reshape({3, 4}).to(accelerator.device());
+    for (int step = 0; step < 3; ++step) {
+      accelerator.zero_grad(optimizer);
+      accelerator.backward(model->forward(input).pow(2).mean());
+      EXPECT_TRUE(accelerator.step(optimizer));
+    }
+    for (const auto &[key, state] : optimizer.state()) {
+      EXPECT_EQ(static_cast<torch::optim::AdagradParamState &>(*state).sum().device(),
+                accelerator.device());
+    }
+    return model->weight.detach().cpu();
+  };
+  const auto on_gpu = train(true);
+  EXPECT_TRUE(torch::allclose(on_gpu, train(false), 1e-5, 1e-6));
 }
 
 TEST(Cuda, TwoProcessesUseTheirLocalGpuAndAllReduceOverNccl) {
