@@ -172,6 +172,42 @@ void use_cuda_device(const torch::Device &device) {
 #endif
 }
 
+// What every process must share: the gradient sync's shape (buckets are made collectively, a
+// hook compresses on every rank), the steps that synchronise, the precision, the data split.
+// Machines launched with different flags would otherwise fail in a collective, hang or train
+// differently in silence; the rendezvous compares these and names both values.
+std::vector<std::pair<std::string, std::string>> settings_that_must_agree(const Options &options) {
+  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
+  const auto number = [](double value) {
+    std::ostringstream text;
+    text << value;
+    return text.str();
+  };
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"backend", options.backend.empty() ? "auto" : options.backend},
+      {"cpu", flag(*options.cpu)},
+      {"mixed_precision", options.mixed_precision},
+      {"gradient_accumulation_steps", std::to_string(*options.gradient_accumulation_steps)},
+      {"comm_hook", options.comm_hook},
+      {"split_batches", flag(*options.split_batches)},
+      {"even_batches", flag(options.even_batches)},
+      {"broadcast_buffers", flag(options.broadcast_buffers)},
+      {"bucket_cap_mb", number(options.bucket_cap_mb)},
+      {"first_bucket_cap_mb", number(options.first_bucket_cap_mb)},
+  };
+  if (options.comm_hook == "powersgd") {
+    const auto &power_sgd = options.power_sgd;
+    settings.insert(settings.end(),
+                    {{"powersgd_rank", std::to_string(*power_sgd.matrix_approximation_rank)},
+                     {"powersgd_start_iter", std::to_string(*power_sgd.start_powersgd_iter)},
+                     {"powersgd_min_compression_rate", number(power_sgd.min_compression_rate)},
+                     {"powersgd_error_feedback", flag(power_sgd.use_error_feedback)},
+                     {"powersgd_warm_start", flag(power_sgd.warm_start)},
+                     {"powersgd_seed", std::to_string(power_sgd.random_seed)}});
+  }
+  return settings;
+}
+
 // One process group per process, joined by its first Accelerator and kept until the process
 // ends, as Python Accelerate's shared state is: later Accelerators (one per call of a training
 // helper, say) use it as well. Joining again would be a second rendezvous on the same port,
@@ -220,6 +256,7 @@ shared_group(const ProcessInfo &info, const torch::Device &device, const Options
   group_options.backend = options.backend.empty() ? "auto" : options.backend;
   group_options.timeout = *options.timeout;
   group_options.shared_memory = *options.shared_memory;
+  group_options.must_agree = settings_that_must_agree(options);
   auto group = detail::ProcessGroup::connect(info, device.type(), group_options);
   *joined = Joined{group, options};
   return group;

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -198,6 +199,51 @@ void leave_rendezvous(c10d::Store &store, const ProcessInfo &info,
   }
 }
 
+// Each rank's settings that must agree, as "name=value" lines.
+std::string settings_text(const std::vector<std::pair<std::string, std::string>> &settings) {
+  std::string text;
+  for (const auto &[name, value] : settings) {
+    text += name + "=" + value + "\n";
+  }
+  return text;
+}
+
+std::map<std::string, std::string> settings_of(const std::vector<uint8_t> &bytes) {
+  std::map<std::string, std::string> settings;
+  std::istringstream lines(std::string(bytes.begin(), bytes.end()));
+  for (std::string line; std::getline(lines, line);) {
+    const auto equals = line.find('=');
+    if (equals != std::string::npos) {
+      settings[line.substr(0, equals)] = line.substr(equals + 1);
+    }
+  }
+  return settings;
+}
+
+// Every rank reads every rank's settings (published before it arrived) and compares them with
+// rank 0's, so that all reach the same verdict: the first difference, or nothing.
+std::string settings_disagreement(c10d::Store &store, const ProcessInfo &info,
+                                  const std::vector<std::pair<std::string, std::string>> &own) {
+  if (own.empty()) {
+    return {};
+  }
+  const auto first = settings_of(store.get("accel/settings/0"));
+  for (int rank = 1; rank < info.world_size; ++rank) {
+    auto other = settings_of(store.get("accel/settings/" + std::to_string(rank)));
+    for (const auto &[name, ignored] : own) {
+      const auto at_zero = first.count(name) ? first.at(name) : "(not set)";
+      const auto at_rank = other.count(name) ? other.at(name) : "(not set)";
+      if (at_zero != at_rank) {
+        return "accelerate: the processes were started with different settings: " + name + " is " +
+               at_zero + " on rank 0 but " + at_rank + " on rank " + std::to_string(rank) +
+               ". Every process must train with the same ones: give every machine's `accel "
+               "launch` the same flags and config file (and every process the same Options)";
+      }
+    }
+  }
+  return {};
+}
+
 c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store> &store,
                                             const ProcessInfo &info,
                                             std::chrono::milliseconds timeout) {
@@ -280,7 +326,15 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const ProcessInfo &info, c10
 
   test_fault_point("rendezvous");
   auto store = open_store(info, options.timeout);
+  store->set("accel/settings/" + std::to_string(info.rank), settings_text(options.must_agree));
   wait_for_all_ranks(*store, info, options.timeout, "arrived");
+  if (auto disagreement = settings_disagreement(*store, info, options.must_agree);
+      !disagreement.empty()) {
+    // Every rank has the same verdict; none leaves before all have read what they compared.
+    wait_for_all_ranks(*store, info, options.timeout, "compared");
+    leave_rendezvous(*store, info, options.timeout);
+    throw std::invalid_argument(disagreement);
+  }
   // The backend's own keys live under a prefix so that ours never collide with them.
   group->store_ = c10::make_intrusive<c10d::PrefixStore>("accel/pg", store);
 #ifdef USE_C10D_NCCL

@@ -26,6 +26,10 @@ struct ProcessGroupOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   /// Sum CPU gradients through shared memory when every process runs on this machine.
   bool shared_memory = true;
+  /// Settings every process must share, as name and value (gradient accumulation, mixed
+  /// precision, the comm hook, ...). Compared at the rendezvous: processes started with
+  /// different ones would fail later in a collective, hang, or train differently in silence.
+  std::vector<std::pair<std::string, std::string>> must_agree;
 };
 
 class ProcessGroup;

@@ -55,8 +55,9 @@ protected:
     }
   }
 
-  /// `accel launch` for machine `m` of 2, inside its namespace.
-  std::vector<std::string> launcher(int m, int port, const std::vector<std::string> &program) {
+  /// `accel launch` for machine `m` of 2, inside its namespace, with `flags` of its own.
+  std::vector<std::string> launcher(int m, int port, const std::vector<std::string> &program,
+                                    const std::vector<std::string> &flags = {}) {
     std::vector<std::string> argv = {"/usr/sbin/ip",
                                      "netns",
                                      "exec",
@@ -79,6 +80,7 @@ protected:
                                      "--rdzv_timeout",
                                      "60",
                                      "-v"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), program.begin(), program.end());
     return argv;
   }
@@ -143,6 +145,28 @@ TEST_F(TwoMachines, OneJobAcrossTwoLaunchersTrainsLikeOneMachine) {
   }
   EXPECT_EQ(listeners, 1);
   fs::remove_all(dir);
+}
+
+// Machines launched with different settings: the job stops at the rendezvous on both, naming
+// the setting and both values, instead of a collective mismatch deep in training.
+TEST_F(TwoMachines, DifferentSettingsOnTheMachinesStopTheJobBeforeTraining) {
+  std::vector<accelerate::launch::WorkerSpec> machines(2);
+  std::string output[2];
+  for (int m = 0; m < 2; ++m) {
+    machines[m].argv = launcher(m, 29501, {ACCEL_SELFTEST_BIN},
+                                {"--gradient_accumulation_steps", m == 0 ? "1" : "2"});
+    machines[m].capture_output = true;
+  }
+  accelerate::launch::WorkerGroup group(
+      machines, [&](int m, int, std::string_view chunk) { output[m].append(chunk); });
+  const auto exits = group.wait(std::chrono::seconds(120));
+  const std::string named = "the processes were started with different settings: "
+                            "gradient_accumulation_steps is 1 on rank 0 but 2 on rank 2";
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_FALSE(exits[m].succeeded()) << output[m];
+    EXPECT_NE(output[m].find(named), std::string::npos) << "machine " << m << ":\n" << output[m];
+    EXPECT_EQ(output[m].find("training equivalence"), std::string::npos) << output[m];
+  }
 }
 
 } // namespace

@@ -130,6 +130,39 @@ TEST(ProcessGroup, AMissingRankIsNamedWithTheAddress) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+// Processes started with different settings stop at the rendezvous, every one of them, with
+// the setting and both values named, before any collective could mismatch or hang.
+TEST(ProcessGroup, SettingsThatDifferAcrossProcessesStopTheRendezvous) {
+  auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
+    auto info = accelerate::detect_process_info();
+    auto options = with_timeout(20s);
+    options.must_agree = {{"mixed_precision", "no"},
+                          {"gradient_accumulation_steps", peer.rank == 2 ? "4" : "1"}};
+    try {
+      ProcessGroup::connect(info, c10::DeviceType::CPU, options);
+      ADD_FAILURE() << "rank " << peer.rank << " joined a job whose settings differ";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_EQ(std::string(error.what())
+                    .find("accelerate: the processes were started with different settings: "
+                          "gradient_accumulation_steps is 1 on rank 0 but 4 on rank 2."),
+                0u)
+          << error.what();
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(ProcessGroup, EqualSettingsJoin) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    auto info = accelerate::detect_process_info();
+    auto options = with_timeout(20s);
+    options.must_agree = {{"mixed_precision", "bf16"}, {"comm_hook", "fp16"}};
+    auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, options);
+    group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
 TEST(ProcessGroup, AnUnreachableStoreIsNamed) {
   accel_test::RunOptions options;
   options.world_size = 2;
