@@ -5,6 +5,7 @@
 #include <accelerate/accelerate.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -77,10 +78,14 @@ template <typename Loop> torch::Tensor train(Loop &&loop) {
       .cpu();
 }
 
-/// How far apart the two runs may end: fp32 sums in another order, or the forward pass in a
-/// 16-bit type (fp16: 11 significant bits, bf16: 8) on batches split differently.
-double tolerance(const std::string &mixed_precision) {
-  return mixed_precision == "bf16" ? 3e-2 : mixed_precision == "fp16" ? 5e-3 : 1e-5;
+/// How far apart the two runs may end: fp32 sums in another order, or the forward pass or the
+/// gradients sent between processes (comm hook) in a 16-bit type (fp16: 11 significant bits,
+/// bf16: 8) on batches split differently.
+double tolerance(const std::string &mixed_precision, const std::string &comm_hook) {
+  const auto of = [](const std::string &type) {
+    return type == "bf16" ? 3e-2 : type == "fp16" ? 5e-3 : 1e-5;
+  };
+  return std::max(of(mixed_precision), of(comm_hook));
 }
 
 void check_training(accelerate::Accelerator &accelerator) {
@@ -152,12 +157,82 @@ void check_training(accelerate::Accelerator &accelerator) {
   check(step == skipped.size(), "training equivalence",
         "one process stepped " + std::to_string(step) + " times, the job " +
             std::to_string(skipped.size()));
-  const double tol = tolerance(accelerator.mixed_precision());
+  const double tol = tolerance(accelerator.mixed_precision(), accelerator.comm_hook());
   std::ostringstream difference;
   difference << "parameters after training differ from one process at the global batch size: "
              << distributed << " vs " << single << " (tolerance " << tol << ")";
   check(torch::allclose(distributed, single, tol, tol), "training equivalence", difference.str());
   accelerator.print("training equivalence (N processes at batch B == 1 process at N*B): ok");
+}
+
+// PowerSGD sends each large enough gradient matrix as two rank-r factors, with the error fed
+// back into the next step: training is approximate by design, and before
+// start_powersgd_iter it sums exactly (so check_training, a few steps, sees no compression).
+// Here it compresses from the first step, on a 128x128 matrix, and the check is that it did
+// (the result is not exact training's), that every process holds the same parameters, and that
+// the loss still falls.
+void check_power_sgd(accelerate::Accelerator &launched) {
+  if (launched.comm_hook() != "powersgd" || !launched.distributed()) {
+    return;
+  }
+  accelerate::Options options; // the launcher's settings, PowerSGD's rank among them
+  options.comm_hook = "powersgd";
+  options.power_sgd.start_powersgd_iter = 0;
+  options.gradient_accumulation_steps = 1;
+  options.mixed_precision = "no";
+  accelerate::Accelerator accelerator(options);
+  const int64_t width = 128, batch = 8, steps = 30;
+  const int64_t processes = accelerator.num_processes();
+  torch::manual_seed(0);
+  // A map of rank 2 learnt from zero: every gradient is close to rank 2, which PowerSGD's
+  // factors follow step by step (a dense random map would take hundreds of steps at rank 1).
+  const auto target_map = torch::matmul(torch::randn({width, 2}), torch::randn({2, width})) /
+                          std::sqrt(static_cast<double>(width));
+  const auto inputs = torch::randn({steps, batch * processes, width});
+  const auto targets = torch::matmul(inputs, target_map);
+  const auto device = accelerator.device();
+  const auto train = [&](bool distributed) {
+    torch::manual_seed(1);
+    torch::nn::Linear model(torch::nn::LinearOptions(width, width).bias(false));
+    torch::nn::init::zeros_(model->weight);
+    torch::optim::SGD optimizer(model->parameters(), 3.0); // mse's gradient is 2/width small
+    if (distributed) {
+      accelerator.prepare(model, optimizer);
+    } else {
+      model->to(device);
+    }
+    const auto rows = distributed
+                          ? torch::indexing::Slice(accelerator.process_index() * batch,
+                                                   (accelerator.process_index() + 1) * batch)
+                          : torch::indexing::Slice();
+    std::vector<double> losses;
+    for (int64_t step = 0; step < steps; ++step) {
+      const auto x = inputs[step].index({rows}).to(device);
+      const auto y = targets[step].index({rows}).to(device);
+      optimizer.zero_grad();
+      const auto loss = torch::mse_loss(model->forward(x), y);
+      if (distributed) {
+        accelerator.backward(loss);
+        accelerator.step(optimizer);
+      } else {
+        loss.backward();
+        optimizer.step();
+      }
+      losses.push_back(loss.item<double>());
+    }
+    return std::make_pair(model->weight.detach().cpu(), losses);
+  };
+  const auto [compressed, losses] = train(true);
+  const auto exact = train(false).first;
+  check(torch::equal(accelerator.broadcast(compressed, 0), compressed), "PowerSGD",
+        "the processes' parameters differ from each other after training");
+  check(!torch::allclose(compressed, exact, 1e-6, 1e-7), "PowerSGD",
+        "nothing was compressed: training equals exact training (a rank as large as the matrix, "
+        "or a min_compression_rate this high, leaves a 128x128 gradient uncompressed)");
+  check(losses.back() < 0.5 * losses.front(), "PowerSGD",
+        "the loss did not fall (from " + std::to_string(losses.front()) + " to " +
+            std::to_string(losses.back()) + " in " + std::to_string(steps) + " steps)");
+  accelerator.print("PowerSGD (compressed from the first step, processes agree, loss falls): ok");
 }
 
 } // namespace
@@ -167,11 +242,13 @@ int main() {
     accelerate::Accelerator accelerator;
     accelerator.print("accel self-test on ", accelerator.num_processes(), " process(es), device ",
                       accelerator.device(), ", mixed precision ", accelerator.mixed_precision(),
-                      ", gradient accumulation steps ", accelerator.gradient_accumulation_steps());
+                      ", gradient accumulation steps ", accelerator.gradient_accumulation_steps(),
+                      ", comm hook ", accelerator.comm_hook());
     accelerator.print("gradients are summed through: ", accelerator.gradient_transport());
     check_collectives(accelerator);
     check_data_sharding(accelerator);
     check_training(accelerator);
+    check_power_sgd(accelerator);
     return 0;
   } catch (const std::exception &error) {
     std::cerr << error.what() << "\n";

@@ -521,6 +521,20 @@ TEST_P(AccelTestSettings, Pass) {
                             "at N*B): ok"),
             std::string::npos)
       << result.out;
+  // The settings line names the comm hook; under PowerSGD the self-test also makes it compress
+  // (check_training's few steps run before start_powersgd_iter, so they are exact).
+  const std::string settings = GetParam();
+  const auto hook = settings.find("comm_hook: ");
+  if (hook != std::string::npos) {
+    const auto value = settings.substr(hook + 11, settings.find('\n', hook) - hook - 11);
+    EXPECT_NE(result.out.find(", comm hook " + value + "\n"), std::string::npos) << result.out;
+  }
+  if (settings.find("powersgd") != std::string::npos) {
+    EXPECT_NE(result.out.find("[rank0] PowerSGD (compressed from the first step, processes agree, "
+                              "loss falls): ok"),
+              std::string::npos)
+        << result.out;
+  }
   fs::remove_all(dir);
 }
 
@@ -529,15 +543,22 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("mixed_precision: fp16", "mixed_precision: bf16",
                       "gradient_accumulation_steps: 2", "gradient_accumulation_steps: 4",
                       "mixed_precision: fp16\ngradient_accumulation_steps: 4",
-                      "mixed_precision: bf16\ngradient_accumulation_steps: 2"),
-    // "fp16", "accumulation4", "fp16_accumulation4": names fit for test reports.
+                      "mixed_precision: bf16\ngradient_accumulation_steps: 2", "comm_hook: fp16",
+                      "comm_hook: bf16", "comm_hook: powersgd",
+                      "comm_hook: powersgd\npowersgd_rank: 4\nmixed_precision: bf16"),
+    // "fp16", "accumulation4", "fp16_accumulation4", "hook_powersgd_rank4_bf16": names fit for
+    // test reports.
     [](const ::testing::TestParamInfo<const char *> &info) {
       std::string name;
       std::istringstream lines(info.param);
       for (std::string line; std::getline(lines, line);) {
         const auto value = line.substr(line.find(": ") + 2);
-        const bool precision = line.rfind("mixed_precision", 0) == 0;
-        name += (name.empty() ? "" : "_") + (precision ? value : "accumulation" + value);
+        const auto key = line.substr(0, line.find(':'));
+        name += (name.empty() ? "" : "_") + (key == "mixed_precision" ? value
+                                             : key == "gradient_accumulation_steps"
+                                                 ? "accumulation" + value
+                                             : key == "comm_hook" ? "hook_" + value
+                                                                  : "rank" + value);
       }
       return name;
     });
