@@ -1,6 +1,7 @@
 #include "accelerate/accelerator.h"
 
 #include "atomic_file.h"
+#include "collective_calls.h"
 #include "comm_hook.h"
 #include "environment_flag.h"
 #include "host_allocator.h"
@@ -110,6 +111,9 @@ Options resolve(Options options) {
   }
   if (!options.shared_memory) {
     options.shared_memory = launch::environment_switch("ACCELERATE_SHARED_MEMORY", true);
+  }
+  if (!options.debug) {
+    options.debug = launch::environment_switch("ACCELERATE_DEBUG_MODE", false);
   }
   if (!options.tune_malloc) {
     options.tune_malloc = launch::environment_switch("ACCELERATE_MALLOC_TUNING", true);
@@ -441,8 +445,11 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
 int64_t Accelerator::global_step() const { return runtime_->gradients.position.global_step; }
 
 void Accelerator::wait_for_everyone() {
-  if (runtime_->process.group) {
-    runtime_->process.group->barrier();
+  if (auto *group = runtime_->process.group.get()) {
+    if (*runtime_->process.options.debug) {
+      detail::require_same_calls(*group, detail::Collective::Barrier, nullptr);
+    }
+    group->barrier();
   }
 }
 

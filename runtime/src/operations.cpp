@@ -1,9 +1,11 @@
 // Collectives on tensors (gather, gather_for_metrics, reduce, broadcast, pad_across_processes)
 // and on numbers (reduce).
-// Each checks first that every process passed a tensor of the same shape, so a mismatch is an
-// error naming the ranks and shapes instead of a hang or garbage.
+// Each checks first that every process calls the same collective with a tensor of the same
+// dtype, device and shape (collective_calls.h), so a mismatch is an error naming every rank's
+// call instead of a hang or garbage; in debug mode the number reduces do too.
 #include "accelerate/accelerator.h"
 
+#include "collective_calls.h"
 #include "runtime.h"
 
 #include <sstream>
@@ -11,52 +13,8 @@
 namespace accelerate {
 namespace {
 
-constexpr int64_t kMaxDims = 16;
-
-std::string shape_text(const at::Tensor &encoded) {
-  std::ostringstream text;
-  text << "[";
-  const int64_t dims = encoded[0].item<int64_t>();
-  for (int64_t d = 0; d < dims; ++d) {
-    text << (d ? ", " : "") << encoded[1 + d].item<int64_t>();
-  }
-  text << "]";
-  return text.str();
-}
-
-// Every process's shape, as rows of [ndim, size0, size1, ...].
-at::Tensor all_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
-                      const std::string &what) {
-  TORCH_CHECK(tensor.dim() <= kMaxDims, "accelerate: ", what, " supports at most ", kMaxDims,
-              " dimensions");
-  auto mine = torch::zeros({1 + kMaxDims}, torch::kInt64);
-  mine[0] = tensor.dim();
-  for (int64_t d = 0; d < tensor.dim(); ++d) {
-    mine[1 + d] = tensor.size(d);
-  }
-  return torch::stack(group.all_gather(mine, what + " (shape exchange)"));
-}
-
-void require_same_shapes(detail::ProcessGroup &group, const torch::Tensor &tensor,
-                         const std::string &what, bool ignore_dim = false, int64_t dim = 0) {
-  auto shapes = all_shapes(group, tensor, what);
-  if (ignore_dim) {
-    shapes.select(1, 1 + dim).zero_();
-  }
-  for (int r = 1; r < group.size(); ++r) {
-    if (!torch::equal(shapes[r], shapes[0])) {
-      auto original = all_shapes(group, tensor, what);
-      std::ostringstream message;
-      message << "accelerate: " << what << " needs the same tensor shape"
-              << (ignore_dim ? " outside dimension " + std::to_string(dim) : std::string())
-              << " on every process, got";
-      for (int q = 0; q < group.size(); ++q) {
-        message << (q ? "," : "") << " rank " << q << " " << shape_text(original[q]);
-      }
-      throw std::runtime_error(message.str());
-    }
-  }
-}
+using detail::Collective;
+using detail::require_same_calls;
 
 c10d::ReduceOp reduce_op(const std::string &op) {
   if (op == "sum" || op == "mean") {
@@ -80,7 +38,7 @@ torch::Tensor Accelerator::gather(const torch::Tensor &tensor) {
   if (group == nullptr) {
     return input.clone();
   }
-  require_same_shapes(*group, input, "gather");
+  require_same_calls(*group, Collective::Gather, &input);
   return torch::cat(group->all_gather(input.contiguous(), "gather"), 0);
 }
 
@@ -100,7 +58,7 @@ torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string
   auto result = tensor.clone();
   auto *group = runtime_->process.group.get();
   if (group != nullptr) {
-    require_same_shapes(*group, tensor, "reduce");
+    require_same_calls(*group, Collective::Reduce, &tensor);
     group->all_reduce(result, which, "reduce");
   }
   if (op == "mean") {
@@ -129,6 +87,9 @@ int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
     return value;
   }
   auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->process.device));
+  if (*runtime_->process.options.debug) {
+    require_same_calls(*group, Collective::ReduceNumber, &total);
+  }
   group->sum(total, "reduce of a number");
   const int64_t sum = total.item<int64_t>();
   return op == "mean" ? sum / group->size() : sum;
@@ -142,6 +103,9 @@ double Accelerator::reduce_floating(double value, const std::string &op) {
   }
   auto total =
       torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->process.device));
+  if (*runtime_->process.options.debug) {
+    require_same_calls(*group, Collective::ReduceNumber, &total);
+  }
   group->sum(total, "reduce of a number");
   const double sum = total.item<double>();
   return op == "mean" ? sum / group->size() : sum;
@@ -153,7 +117,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {
   auto result = tensor.clone().contiguous();
   auto *group = runtime_->process.group.get();
   if (group != nullptr) {
-    require_same_shapes(*group, tensor, "broadcast");
+    require_same_calls(*group, Collective::Broadcast, &tensor);
     group->broadcast(result, src, "broadcast");
   }
   return result;
@@ -170,9 +134,9 @@ torch::Tensor Accelerator::pad_across_processes(const torch::Tensor &tensor, int
   }
   TORCH_CHECK(dim >= 0 && dim < tensor.dim(), "accelerate: pad_across_processes: dimension ", dim,
               " out of range for a tensor of ", tensor.dim(), " dimensions");
-  require_same_shapes(*group, tensor, "pad_across_processes", /*ignore_dim=*/true, dim);
-  const auto shapes = all_shapes(*group, tensor, "pad_across_processes");
-  const int64_t largest = shapes.select(1, 1 + dim).max().item<int64_t>();
+  require_same_calls(*group, Collective::PadAcrossProcesses, &tensor, /*ignore_dim=*/true, dim);
+  const auto calls = detail::all_calls(*group, Collective::PadAcrossProcesses, &tensor);
+  const int64_t largest = detail::sizes_at(calls, dim).max().item<int64_t>();
   const int64_t missing = largest - tensor.size(dim);
   if (missing == 0) {
     return tensor;

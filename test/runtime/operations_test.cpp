@@ -102,6 +102,76 @@ TEST(Operations, DifferentShapesAreAnErrorNamingRanksAndShapes) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+// Different collectives, or tensors of different types, at the same point: an error on every
+// process naming each rank's call, instead of a Gloo error or a hang.
+TEST(Operations, DifferentCallsAreAnErrorNamingEachRanksCall) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator;
+    try {
+      if (peer.rank == 0) {
+        accelerator.gather(torch::zeros({2}));
+      } else {
+        accelerator.reduce(torch::zeros({2}));
+      }
+      ADD_FAILURE() << "a gather beside a reduce must fail";
+    } catch (const std::runtime_error &error) {
+      EXPECT_STREQ(error.what(),
+                   "accelerate: the processes called different collectives, or passed tensors of "
+                   "different types or devices, at the same point: rank 0 gather of Float [2] on "
+                   "cpu, rank 1 reduce of Float [2] on cpu");
+    }
+    try {
+      accelerator.broadcast(torch::zeros({3}, peer.rank == 0 ? torch::kFloat32 : torch::kFloat64));
+      ADD_FAILURE() << "a broadcast of a float beside one of a double must fail";
+    } catch (const std::runtime_error &error) {
+      EXPECT_NE(std::string(error.what())
+                    .find("rank 0 broadcast of Float [3] on cpu, rank 1 broadcast of Double [3] "
+                          "on cpu"),
+                std::string::npos)
+          << error.what();
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// Debug mode (accel launch --debug): the number reduces and wait_for_everyone compare their
+// calls too, so one process waiting where another reduces is named, not a hang.
+TEST(Operations, DebugModeNamesABarrierBesideAReduceOfANumber) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    ::setenv("ACCELERATE_DEBUG_MODE", "true", 1);
+    accelerate::Accelerator accelerator;
+    try {
+      if (peer.rank == 0) {
+        accelerator.wait_for_everyone();
+      } else {
+        accelerator.reduce(1.5, "sum");
+      }
+      ADD_FAILURE() << "a barrier beside a reduce must fail in debug mode";
+    } catch (const std::runtime_error &error) {
+      EXPECT_STREQ(error.what(),
+                   "accelerate: the processes called different collectives, or passed tensors of "
+                   "different types or devices, at the same point: rank 0 wait_for_everyone, "
+                   "rank 1 reduce of a number of Double [1] on cpu");
+    }
+    try {
+      if (peer.rank == 0) {
+        accelerator.reduce(int64_t{3}, "sum");
+      } else {
+        accelerator.reduce(3.0, "sum");
+      }
+      ADD_FAILURE() << "a whole number's reduce beside a double's must fail in debug mode";
+    } catch (const std::runtime_error &error) {
+      EXPECT_NE(std::string(error.what()).find("rank 0 reduce of a number of Long [1] on cpu"),
+                std::string::npos)
+          << error.what();
+    }
+    // Matching calls pass, with the checks on.
+    EXPECT_EQ(accelerator.reduce(int64_t{peer.rank + 1}, "sum"), 3);
+    accelerator.wait_for_everyone();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
 TEST(Operations, APeerThatDiesMakesTheOthersFailNotHang) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Options options;

@@ -76,6 +76,12 @@ struct Options {
   /// for small models). false keeps them on the backend. Env: ACCELERATE_SHARED_MEMORY=false.
   /// Default true.
   std::optional<bool> shared_memory;
+  /// Before every collective the processes also compare what they call: a reduce of a number
+  /// or wait_for_everyone on one process where another calls something else then stops with
+  /// each rank's call named, instead of a backend error or a hang (gather, reduce, broadcast
+  /// and pad_across_processes compare theirs always). One small exchange per call. Env:
+  /// ACCELERATE_DEBUG_MODE=true (accel launch --debug). Default false.
+  std::optional<bool> debug;
   /// Raise glibc malloc's mmap and trim thresholds once per process (32 MiB, 1 GiB), so that
   /// the tensors a step frees are reused by the next instead of being unmapped and faulted in
   /// again (docs/runtime.md "Host memory"). Left alone when GLIBC_TUNABLES or MALLOC_*_ set
