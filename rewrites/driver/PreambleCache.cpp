@@ -16,7 +16,10 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <unistd.h>
 
 namespace accel::tool {
 namespace {
@@ -29,8 +32,36 @@ constexpr llvm::StringLiteral TrailerMagic = "ACCELPRE";
 constexpr size_t TrailerSize = 8 + 8 + 8;
 /// Entries unused this long are removed when a new one is written.
 constexpr auto UnusedEntryLifetime = std::chrono::hours(24 * 30);
-/// A temporary file this old belongs to a run that died.
+/// A temporary file this old belongs to a run that died (one whose writer is known to be gone
+/// goes at once: writtenByAGoneProcess).
 constexpr auto AbandonedTemporaryAge = std::chrono::hours(24);
+
+/// This machine's name as a temporary's name holds it: letters and digits only, so that the
+/// name's fields stay apart at '-'.
+std::string hostTag() {
+  char Name[256] = {};
+  if (gethostname(Name, sizeof(Name) - 1) != 0) {
+    return "unknown";
+  }
+  std::string Tag;
+  for (const char *C = Name; *C && Tag.size() < 32; ++C) {
+    Tag += llvm::isAlnum(*C) ? *C : '_';
+  }
+  return Tag.empty() ? "unknown" : Tag;
+}
+
+/// Whether a temporary ("tmp-KEY-HOST-PID-RANDOM.pch", and clang's own beside it) was written by
+/// a process of this machine that no longer runs: a run killed while it built a preamble
+/// (73 MB of PCH). Temporaries of other machines sharing the directory keep the age rule.
+bool writtenByAGoneProcess(llvm::StringRef Name) {
+  llvm::SmallVector<llvm::StringRef, 6> Fields;
+  Name.split(Fields, '-', /*MaxSplit=*/4);
+  unsigned Pid = 0;
+  if (Fields.size() < 5 || Fields[2] != hostTag() || Fields[3].getAsInteger(10, Pid) || Pid == 0) {
+    return false;
+  }
+  return ::kill(static_cast<pid_t>(Pid), 0) != 0 && errno == ESRCH;
+}
 
 std::string digestOf(llvm::StringRef Bytes) {
   llvm::BLAKE3 Hasher;
@@ -431,7 +462,8 @@ PreambleCache::build(const clang::CompilerInvocation &Invocation, llvm::StringRe
   {
     int Fd = -1;
     llvm::SmallString<256> Model(Where);
-    llvm::sys::path::append(Model, "tmp-" + Key + "-%%%%%%%%.pch");
+    llvm::sys::path::append(Model, "tmp-" + Key + "-" + hostTag() + "-" +
+                                       std::to_string(::getpid()) + "-%%%%%%%%.pch");
     if (std::error_code Error = llvm::sys::fs::createUniqueFile(Model, Fd, PchPath)) {
       Note = "not cached: cannot write in " + Where + ": " + Error.message();
       return nullptr;
@@ -535,15 +567,16 @@ void PreambleCache::removeOldEntries() {
        It.increment(Error)) {
     llvm::StringRef Name = llvm::sys::path::filename(It->path());
     bool Entry = Name.ends_with(".preamble");
-    // Ours ("tmp-KEY-RANDOM.pch") and clang's own next to it when a build was interrupted
-    // while it wrote the PCH ("tmp-KEY-RANDOM.pch.tmp", "tmp-KEY-RANDOM.pch-RANDOM").
+    // Ours ("tmp-KEY-HOST-PID-RANDOM.pch") and clang's own next to it when a build was
+    // interrupted while it wrote the PCH (".pch.tmp", ".pch-RANDOM" after ours).
     bool Temporary = Name.starts_with("tmp-") && Name.contains(".pch");
     llvm::ErrorOr<llvm::sys::fs::basic_file_status> Status = It->status();
     if ((!Entry && !Temporary) || !Status) {
       continue;
     }
     auto Age = Now - Status->getLastModificationTime();
-    if ((Entry && Age > UnusedEntryLifetime) || (Temporary && Age > AbandonedTemporaryAge)) {
+    if ((Entry && Age > UnusedEntryLifetime) ||
+        (Temporary && (Age > AbandonedTemporaryAge || writtenByAGoneProcess(Name)))) {
       llvm::sys::fs::remove(It->path());
     }
   }
