@@ -466,9 +466,53 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::s
 
 std::runtime_error ProcessGroup::failure(const std::string &what,
                                          const std::exception &error) const {
+  const std::string message = message_of(error);
+  std::string lower = message;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool timed_out = lower.find("timed out") != std::string::npos;
   return std::runtime_error("accelerate: " + what + " failed on rank " + std::to_string(rank_) +
                             " of " + std::to_string(size_) +
-                            " (a peer may have exited or timed out): " + message_of(error));
+                            " (a peer may have exited or timed out): " + message +
+                            (timed_out ? peers_that_never_came() : std::string()));
+}
+
+// After a collective timed out: the ranks that waited in it time out too, within moments of
+// each other, and check in at the store; a rank that has not within a few seconds never
+// called it (it is busy or hung in its own code, or far behind). Gloo's "Operation timed out!"
+// names no one.
+std::string ProcessGroup::peers_that_never_came() const {
+  const std::string prefix = "timed-out/";
+  try {
+    store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>{1});
+    const auto window = std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(5));
+    const auto deadline = std::chrono::steady_clock::now() + window;
+    std::vector<int> missing;
+    while (true) {
+      missing.clear();
+      for (int rank = 0; rank < size_; ++rank) {
+        if (rank != rank_ && !store_->check({prefix + std::to_string(rank)})) {
+          missing.push_back(rank);
+        }
+      }
+      if (missing.empty() || std::chrono::steady_clock::now() >= deadline) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (missing.empty()) {
+      return {};
+    }
+    std::string ranks;
+    for (int rank : missing) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    return "; rank(s) " + ranks +
+           " did not reach it: busy or hung in their own code, far behind, or in another "
+           "collective";
+  } catch (const std::exception &) {
+    return "; the rendezvous store is gone too (rank 0 exited or is unreachable)";
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::start_sum(const at::Tensor &tensor,

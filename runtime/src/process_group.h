@@ -130,6 +130,9 @@ private:
   /// like allocate_buckets. Null without shared memory or when /dev/shm has no room for it
   /// (the buckets then stay in private memory).
   std::shared_ptr<SharedMemoryAllreduce> shared_bucket_areas(size_t bytes);
+  /// After a timeout: "; rank(s) 2 did not reach it: ..." for the ranks that did not time out
+  /// with this one, or nothing.
+  std::string peers_that_never_came() const;
 
   int rank_ = 0;
   int size_ = 1;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace {
 
@@ -159,6 +160,34 @@ TEST(ProcessGroup, EqualSettingsJoin) {
     options.must_agree = {{"mixed_precision", "bf16"}, {"comm_hook", "fp16"}};
     auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, options);
     group->barrier();
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+// A collective that times out because a peer never called it (hung in its own code) names
+// that peer: the ranks that time out check in, the one that never does is the one they waited
+// for.
+TEST(ProcessGroup, ACollectiveTimeoutNamesThePeerThatNeverCalledIt) {
+  auto results = accel_test::run_in_processes(3, [](const accel_test::Peer &peer) {
+    auto info = accelerate::detect_process_info();
+    auto options = with_timeout(2s);
+    options.shared_memory = false; // through Gloo, whose timeout this is
+    auto group = ProcessGroup::connect(info, c10::DeviceType::CPU, options);
+    if (peer.rank == 2) {
+      std::this_thread::sleep_for(5s); // busy elsewhere: never joins the sum
+      return;
+    }
+    try {
+      group->sum(torch::ones({4}), "gradient sum");
+      ADD_FAILURE() << "the sum must time out without rank 2";
+    } catch (const std::runtime_error &error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("accelerate: gradient sum failed on rank " +
+                             std::to_string(peer.rank) + " of 3"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("rank(s) 2 did not reach it"), std::string::npos) << message;
+    }
   });
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
