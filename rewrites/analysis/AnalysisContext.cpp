@@ -76,6 +76,14 @@ const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {
   return *(Setups[Function] = std::move(Computed));
 }
 
+const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl *Function) {
+  if (auto Found = Members.find(Function); Found != Members.end()) {
+    return *Found->second;
+  }
+  auto Computed = std::make_unique<MemberTraining>(analyzeMemberTraining(Function, Ctx));
+  return *(Members[Function] = std::move(Computed));
+}
+
 const TrainingPlans &AnalysisContext::trainingPlans() {
   return once(Plans, ComputingPlans, "the training-loop plans",
               [&] { return planTrainingLoops(Ctx); });

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "analysis/MemberTraining.h"
 #include "analysis/SetupFunction.h"
 
 #include "clang/AST/ASTContext.h"
@@ -78,6 +79,8 @@ public:
   const EntryHosting &entryHosting();
   /// What a setup function creates and where prepare goes (analysis/SetupFunction.h).
   const SetupInfo &setup(const clang::FunctionDecl *Function);
+  /// What a method prepares of its class's members (analysis/MemberTraining.h).
+  const MemberTraining &memberTraining(const clang::FunctionDecl *Function);
   /// The plan of every training loop of the main file (analysis/TrainingPlan.h).
   const TrainingPlans &trainingPlans();
 
@@ -86,6 +89,7 @@ private:
   const clang::TranslationUnitDecl *Unit;
   std::unique_ptr<AcceleratorParameterAnalysis> Parameters;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<SetupInfo>> Setups;
+  llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<MemberTraining>> Members;
   std::unique_ptr<TrainingPlans> Plans;
   std::unique_ptr<EntryHosting> Entry;
   /// Set while an analysis is being computed: one that needs itself is a bug.

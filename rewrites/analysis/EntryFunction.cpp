@@ -2,6 +2,7 @@
 #include "analysis/EntryFunction.h"
 
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/AnalysisContext.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 
@@ -97,10 +98,22 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
   CallGraph Graph(SM);
   Graph.TraverseDecl(Ctx.getTranslationUnitDecl());
   llvm::SmallPtrSet<const FunctionDecl *, 4> Setups;
+  bool TrainsMembers = false;
   forEachStmt(Main->getBody(), [&](const Stmt *S) {
     const auto *Call = dyn_cast<CallExpr>(S);
     const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
     const FunctionDecl *Definition = Callee ? Callee->getDefinition() : nullptr;
+    // A trainer class's method that prepares its members gets the accelerator from main, which
+    // also prepares the loader main hands it: its own Accelerator could reach neither.
+    if (Definition && isa<CXXMethodDecl>(Definition)) {
+      const MemberTraining &Members = AnalysisContext::of(Ctx).memberTraining(Definition);
+      const auto &Callers = Graph.Callers[Callee->getCanonicalDecl()];
+      if (Members.sound() && Callers.size() == 1 && *Callers.begin() == Main->getCanonicalDecl()) {
+        Setups.insert(Members.Method->getCanonicalDecl());
+        TrainsMembers = true;
+      }
+      return;
+    }
     // Plain functions of this file only: a template, a member or a lambda keeps its own.
     if (!Definition || isa<CXXMethodDecl>(Definition) ||
         Definition->getTemplatedKind() != FunctionDecl::TK_NonTemplate ||
@@ -118,7 +131,7 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
       Setups.insert(Definition->getCanonicalDecl());
     }
   });
-  if (Setups.empty() || !writesOutput(Main->getBody())) {
+  if (Setups.empty() || (!TrainsMembers && !writesOutput(Main->getBody()))) {
     return Result;
   }
   Result->Main = Main->getCanonicalDecl();

@@ -74,20 +74,6 @@ const ValueDecl *calledOn(const CXXMemberCallExpr *Call) {
   return nullptr;
 }
 
-bool isOptimizerStep(const Stmt *S, const CXXMemberCallExpr *&Call) {
-  Call = dyn_cast<CXXMemberCallExpr>(S);
-  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
-  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "step") {
-    return false;
-  }
-  const Expr *Object = Call->getImplicitObjectArgument();
-  QualType Type = Object ? Object->getType() : QualType();
-  if (!Type.isNull() && Type->isPointerType()) {
-    Type = Type->getPointeeType();
-  }
-  return isOptimizerType(Type);
-}
-
 /// Follows an optimizer (a local, or a helper's parameter) back to the local variable that
 /// creates it, through the calls of this file; null with Why set when that cannot be told.
 const VarDecl *creatingVariable(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
@@ -190,12 +176,14 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     Problem("backward outside any function");
     return;
   }
+  const std::string StraightLine =
+      "a training step outside any loop in " + functionLabel(Function) +
+      " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
+      "helper called once per batch); rewrite it by hand with "
+      "accelerator.backward(loss), accelerator.step(optimizer) and "
+      "accelerator.zero_grad(optimizer), after accelerator.prepare";
   if (Plan.Kind == LoopPlan::StraightLine) {
-    Problem("a training step outside any loop in " + functionLabel(Function) +
-            " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
-            "helper called once per batch); rewrite it by hand with "
-            "accelerator.backward(loss), accelerator.step(optimizer) and "
-            "accelerator.zero_grad(optimizer), after accelerator.prepare");
+    Problem(StraightLine);
     return;
   }
 
@@ -222,6 +210,18 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     }
     const ValueDecl *Object = calledOn(Step);
     const auto *Var = dyn_cast_or_null<VarDecl>(Object);
+    if (const auto *Field = dyn_cast_or_null<FieldDecl>(Object)) {
+      // A trainer class: the method prepares the member model and optimizer itself.
+      const MemberTraining &Members = AnalysisContext::of(Ctx).memberTraining(Function);
+      if (!Members.Problem.empty()) {
+        Problem(Members.Problem);
+        return;
+      }
+      if (llvm::is_contained(Members.Optimizers, Field)) {
+        Plan.Setup = Function;
+        continue;
+      }
+    }
     if (!Var) {
       Problem(Object ? "optimizer '" + Object->getNameAsString() +
                            "' is a class member, which accel-prepare does not prepare; call "
@@ -318,6 +318,15 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   for (const CallExpr *Call : Calls) {
     const CXXForRangeStmt *Nearest = nullptr;
     const VarDecl *Loader = shardedLoaderAround(Call, Ctx, Nearest);
+    if (!Loader && !innermostLoop(DynTypedNode::create(*Call), Ctx)) {
+      Problem(StraightLine); // called once, not once per batch: where its backward is
+      forEachStmt(Plan.Unit, [&](const Stmt *S) {
+        if (isBackwardCall(S) && Plan.ProblemLoc == Function->getLocation()) {
+          Plan.ProblemLoc = S->getBeginLoc();
+        }
+      });
+      return;
+    }
     if (!Loader) {
       NoShard(Nearest, "of the training step " + functionLabel(Function) + " called on line " +
                            line(Call->getBeginLoc(), SM));

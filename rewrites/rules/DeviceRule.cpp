@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/AnalysisContext.h"
+#include "analysis/MemberTraining.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -30,6 +32,29 @@ AST_MATCHER(QualType, isDevice) { return isDeviceType(Node); }
 AST_MATCHER(QualType, isDeviceEnum) { return isDeviceTypeEnum(Node); }
 AST_MATCHER(VarDecl, isPrepared) { return isPreparedModel(&Node, Finder->getASTContext()); }
 AST_MATCHER(VarDecl, isBatch) { return isTrainingBatch(&Node, Finder->getASTContext()); }
+/// `model_->to(...)` on a member model that a method of its class prepares (a trainer class,
+/// analysis/MemberTraining.h): that prepare moves it to the accelerator's device, so a move
+/// in the constructor is harmless and needs no accelerator there.
+AST_MATCHER(CXXMemberCallExpr, onPreparedMemberModel) {
+  const FieldDecl *Model = memberObject(Node.getImplicitObjectArgument());
+  if (!Model) {
+    return false;
+  }
+  AnalysisContext &Analyses = AnalysisContext::of(Finder->getASTContext());
+  for (const Decl *Member : Model->getParent()->decls()) {
+    const auto *Method = dyn_cast<CXXMethodDecl>(Member);
+    if (const auto *Template = dyn_cast<FunctionTemplateDecl>(Member)) {
+      Method = dyn_cast<CXXMethodDecl>(Template->getTemplatedDecl());
+    }
+    if (Method && Method->hasBody()) {
+      const MemberTraining &Members = Analyses.memberTraining(Method);
+      if (Members.sound() && llvm::is_contained(Members.Models, Model)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
 /// The written first argument names a device (torch::Device or torch::kCUDA).
 AST_MATCHER(CallExpr, firstArgIsDevice) {
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(&Node);
@@ -40,11 +65,53 @@ AST_MATCHER(CallExpr, firstArgIsDevice) {
   return isDeviceType(Type) || isDeviceTypeEnum(Type);
 }
 
+/// A torch::Device member that every constructor sets from one of its parameters: the
+/// caller's device, which accel-device rewrites (or warns about) where the caller chooses it.
+bool isPassedInDevice(const FieldDecl *Member) {
+  if (!isDeviceType(Member->getType())) {
+    return false;
+  }
+  const auto *Class = dyn_cast<CXXRecordDecl>(Member->getParent());
+  if (!Class) {
+    return false;
+  }
+  bool Constructors = false;
+  for (const CXXConstructorDecl *Declared : Class->ctors()) {
+    if (Declared->isImplicit() || Declared->isCopyOrMoveConstructor() || Declared->isDeleted()) {
+      continue;
+    }
+    const auto *Defined = dyn_cast_or_null<CXXConstructorDecl>(Declared->getDefinition());
+    if (!Defined) {
+      return false;
+    }
+    const Expr *Init = nullptr;
+    for (const CXXCtorInitializer *Initializer : Defined->inits()) {
+      if (Initializer->getMember() == Member) {
+        Init = Initializer->getInit();
+      }
+    }
+    Init = spelled(Init);
+    if (const auto *Copy = dyn_cast_or_null<CXXConstructExpr>(Init);
+        Copy && Copy->getNumArgs() == 1) {
+      Init = spelled(Copy->getArg(0)); // device_(device): a copy
+    }
+    const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Init);
+    if (!Ref || !isa<ParmVarDecl>(Ref->getDecl())) {
+      return false;
+    }
+    Constructors = true;
+  }
+  return Constructors;
+}
+
 /// The first argument is a variable that is, or accel-device makes, the accelerator's device:
 /// a torch::Device variable, or a DeviceType variable set from a torch::cuda::is_available()
 /// test.
 AST_MATCHER(CallExpr, firstArgIsDeviceVariable) {
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(&Node);
+  if (const FieldDecl *Member = Args.empty() ? nullptr : memberObject(spelled(Args[0]))) {
+    return isPassedInDevice(Member);
+  }
   const auto *Ref = Args.empty() ? nullptr : dyn_cast<DeclRefExpr>(spelled(Args[0]));
   const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
   if (!Var) {
@@ -354,8 +421,9 @@ Rule makeDeviceRule() {
                explain("call", "each process computes on its own device: the accelerator's, not "
                                "a fixed one"));
   auto ForeignRetarget = noAcceleratorRule(
-      cxxMemberCallExpr(ToFixedDevice, forFunction(functionDecl().bind("function"))), "call",
-      "moves to a fixed device",
+      cxxMemberCallExpr(ToFixedDevice, unless(onPreparedMemberModel()),
+                        forFunction(functionDecl().bind("function"))),
+      "call", "moves to a fixed device",
       "with several processes each has its own device; pass accelerator.device() in and move to "
       "that");
 

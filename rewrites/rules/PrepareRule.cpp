@@ -19,14 +19,43 @@ using namespace clang::ast_matchers;
 using namespace clang::transformer;
 
 namespace accel::rewrites {
+namespace {
+
+/// A trainer class's method that steps member optimizers accel-rewrite can prepare.
+AST_MATCHER(FunctionDecl, trainsMembers) {
+  return AnalysisContext::of(Finder->getASTContext()).memberTraining(&Node).sound();
+}
+
+/// `accelerator.prepare(model_, optimizer_);` first in a trainer method's body: each call
+/// prepares again, which the runtime makes harmless (analysis/MemberTraining.h).
+llvm::Expected<llvm::SmallVector<Edit, 1>> prepareMembers(const MemberTraining &Members,
+                                                          const MatchResult &Match) {
+  llvm::SmallVector<Edit, 1> Result;
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(Members.Method->getBody());
+  if (!Members.needsPrepare() || !Body || Body->getLBracLoc().isMacroID()) {
+    return Result;
+  }
+  bool AtLineStart = false;
+  SourceLocation At = lineStartAfter(Body->getLBracLoc(), *Match.SourceManager,
+                                     Match.Context->getLangOpts(), AtLineStart);
+  std::string Text = "accelerator.prepare(" + Members.prepareArguments() + ");";
+  Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
+  return Result;
+}
+
+} // namespace
 
 Rule makePrepareRule() {
-  auto Setup = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), setupFunction(),
-                            acceleratorFunction())
+  auto Setup = functionDecl(isExpansionInMainFile(), unless(isInstantiated()),
+                            anyOf(setupFunction(), trainsMembers()), acceleratorFunction())
                    .bind("function");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
-    const SetupInfo &Info =
-        AnalysisContext::of(*Match.Context).setup(Match.Nodes.getNodeAs<FunctionDecl>("function"));
+    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
+    AnalysisContext &Analyses = AnalysisContext::of(*Match.Context);
+    if (const MemberTraining &Members = Analyses.memberTraining(Function); Members.sound()) {
+      return prepareMembers(Members, Match);
+    }
+    const SetupInfo &Info = Analyses.setup(Function);
     llvm::SmallVector<Edit, 1> Result;
     if (Info.AlreadyPrepared) {
       return Result;
@@ -59,9 +88,17 @@ Rule makePrepareRule() {
     return Result;
   };
   auto Note = dynamicFinding("function", [](const MatchResult &Match) {
-    const SetupInfo &Info =
-        AnalysisContext::of(*Match.Context).setup(Match.Nodes.getNodeAs<FunctionDecl>("function"));
+    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
+    AnalysisContext &Analyses = AnalysisContext::of(*Match.Context);
     Finding Result;
+    if (const MemberTraining &Members = Analyses.memberTraining(Function); Members.sound()) {
+      Result.Loc = Members.Method->getBody()->getBeginLoc();
+      Result.Message = "prepare, first in the method, moves the member model to the "
+                       "accelerator's device, starts every process from the same parameters "
+                       "and synchronises gradients; a prepare again on the next call is harmless";
+      return Result;
+    }
+    const SetupInfo &Info = Analyses.setup(Function);
     if (!Info.AlreadyPrepared && !Info.Problem.empty()) {
       Result.Kind = Finding::Warning;
       Result.Loc = Info.ProblemLoc;

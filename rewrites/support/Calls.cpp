@@ -1,5 +1,6 @@
 //===- Calls.cpp - Calls, expressions and their source text ---------------===//
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/Basic/SourceManager.h"
@@ -66,6 +67,20 @@ std::string clippingProblem(const CallExpr *Call) {
            "accelerator.clip_grad_norm_ does not";
   }
   return "";
+}
+
+bool isOptimizerStep(const Stmt *S, const CXXMemberCallExpr *&Call) {
+  Call = dyn_cast<CXXMemberCallExpr>(S);
+  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "step") {
+    return false;
+  }
+  const Expr *Object = Call->getImplicitObjectArgument();
+  QualType Type = Object ? Object->getType() : QualType();
+  if (!Type.isNull() && Type->isPointerType()) {
+    Type = Type->getPointeeType();
+  }
+  return isOptimizerType(Type);
 }
 
 const Expr *spelled(const Expr *E) {

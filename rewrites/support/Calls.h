@@ -38,6 +38,8 @@ bool isGradientClipping(const clang::Stmt *S);
 /// it can: the parameters are a std::vector<Tensor>, and no error_if_nonfinite is asked).
 std::string clippingProblem(const clang::CallExpr *Call);
 
+/// An optimizer's step() (on an optimizer, or a pointer to one); Call is set to the call.
+bool isOptimizerStep(const clang::Stmt *S, const clang::CXXMemberCallExpr *&Call);
 /// The expression as spelled: implicit conversions, temporaries and parentheses removed.
 const clang::Expr *spelled(const clang::Expr *E);
 /// The variable an expression names, through one dereference (`loader` or `*loader`).

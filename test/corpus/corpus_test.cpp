@@ -241,7 +241,7 @@ const Program kPrinting[] = {
     {"kfold_tabs", true, false},         {"two_models_book", true, false},
     {"course_classifier", true, false},  {"clip_rmsprop", true, false},
     {"encoder_head", true, false},       {"so_vector_eval", true, false},
-    {"split_batches_book", true, false},
+    {"split_batches_book", true, false}, {"trainer_class", true, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

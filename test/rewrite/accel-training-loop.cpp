@@ -112,18 +112,18 @@ void straight_line() {
   // CHECK-FIXES: {{^}}  optimizer.step();
 }
 
-// Model and optimizer as members of a trainer class.
+// Model and optimizer as members of a trainer class: the method gets the accelerator and
+// prepares the members first (cli/trainer-class.cpp has more of this shape).
 struct Trainer {
   std::shared_ptr<Net> model = std::make_shared<Net>();
   torch::optim::SGD optimizer{model->parameters(), 0.1};
   void train() {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:8: warning: 'train' trains, but the accelerator cannot be passed to it: it is called from 'main', which has no accelerator to pass; add a first parameter 'accelerate::Accelerator &accelerator' to it, pass 'accelerator' where it is called, and run accel-rewrite again to rewrite its training step [accel-accelerator]
+    // CHECK-FIXES: {{^}}  void train(accelerate::Accelerator &accelerator) {
+    // CHECK-FIXES-NEXT: {{^}}    accelerator.prepare(model, optimizer);
     auto loader = torch::data::make_data_loader(make_dataset(), 8);
     for (auto &batch : *loader) {
-      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is a class member, which accel-prepare does not prepare; call accelerator.prepare(model, optimizer) on the members by hand [accel-training-loop]
       model->forward(batch.data).sum().backward();
-      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: backward in 'train', which has no accelerator: add a parameter 'accelerate::Accelerator& accelerator' to it, pass the accelerator in, and call accelerator.backward(loss) [accel-backward]
-      // CHECK-FIXES: {{^}}      model->forward(batch.data).sum().backward();
+      // CHECK-FIXES: {{^}}      accelerator.backward(model->forward(batch.data).sum() * accelerator.num_processes());
       optimizer.step();
     }
   }
@@ -157,5 +157,6 @@ int main() {
   permutation_batches();
   straight_line();
   Trainer().train();
+  // CHECK-FIXES: {{^}}  Trainer().train(accelerator);
   return guarded();
 }
