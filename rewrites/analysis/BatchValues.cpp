@@ -6,6 +6,8 @@
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
 
+#include <optional>
+
 using namespace clang;
 
 namespace accel::rewrites {
@@ -202,6 +204,35 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
 
 } // namespace
 
+bool declaredEmpty(const VarDecl *Var) {
+  const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(
+      Var->getInit() ? Var->getInit()->IgnoreImplicit() : nullptr);
+  return !Var->getInit() || (Construct && Construct->getNumArgs() == 0);
+}
+
+llvm::SmallVector<const Expr *, 2> assignedValues(const VarDecl *Var) {
+  llvm::SmallVector<const Expr *, 2> Values;
+  const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+  forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
+    const Expr *Target = nullptr, *Value = nullptr;
+    if (const auto *Assign = dyn_cast<BinaryOperator>(S);
+        Assign && Assign->getOpcode() == BO_Assign) {
+      Target = Assign->getLHS();
+      Value = Assign->getRHS();
+    } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
+               Call && Call->getOperator() == OO_Equal && Call->getNumArgs() == 2) {
+      Target = Call->getArg(0);
+      Value = Call->getArg(1);
+    }
+    const auto *Ref =
+        dyn_cast_or_null<DeclRefExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
+    if (Ref && Ref->getDecl() == Var) {
+      Values.push_back(Value);
+    }
+  });
+  return Values;
+}
+
 BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   if (!E || Depth > MaxDepth) {
     return BatchValue::Unknown;
@@ -284,8 +315,19 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   }
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    if (Var && Var->isLocalVarDecl() && Var->getInit() && !isa<ParmVarDecl>(Var)) {
-      return classifyBatchValue(Var->getInit(), Ctx, Depth + 1);
+    if (Var && Var->isLocalVarDecl() && !isa<ParmVarDecl>(Var)) {
+      if (!declaredEmpty(Var)) {
+        return classifyBatchValue(Var->getInit(), Ctx, Depth + 1);
+      }
+      // `torch::Tensor loss;` assigned in the loop: what every assignment gives it.
+      std::optional<BatchValue> Assigned;
+      for (const Expr *Value : assignedValues(Var)) {
+        BatchValue Kind = classifyBatchValue(Value, Ctx, Depth + 1);
+        Assigned = !Assigned || *Assigned == Kind ? Kind : BatchValue::Unknown;
+      }
+      if (Assigned) {
+        return *Assigned;
+      }
     }
   }
   // Tensors not reduced by anything above (the batch's data, a model's output) hold a value

@@ -12,6 +12,7 @@
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Expr.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace accel::rewrites {
 
@@ -29,7 +30,13 @@ enum class BatchValue {
   PerSample,
 };
 
-/// What E is per batch. Depth bounds how far local variables are followed.
+/// What E is per batch. Depth bounds how far local variables are followed (through their
+/// initializer, or, for one declared empty, every value assigned to it).
 BatchValue classifyBatchValue(const clang::Expr *E, clang::ASTContext &Ctx, int Depth = 0);
+
+/// Declared without a value: `torch::Tensor loss;`, `double last;`.
+bool declaredEmpty(const clang::VarDecl *Var);
+/// The values `Var = value` assigns in its function (a tensor's operator= too), in order.
+llvm::SmallVector<const clang::Expr *, 2> assignedValues(const clang::VarDecl *Var);
 
 } // namespace accel::rewrites

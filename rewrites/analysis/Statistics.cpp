@@ -70,9 +70,11 @@ struct Write {
   /// Rescale: after the loop, the statistic scaled in place (`loss /= batches`,
   /// `loss = loss / batches`). It reads the sum (combined there) and leaves a value every
   /// later read takes as it is.
-  enum KindType { Reset, Add, Rescale, Other } Kind;
+  /// Last: in the sharded loop, a value of the batch assigned (`last = loss.item<double>()`):
+  /// read after the loop it is the last batch's, combined like that value.
+  enum KindType { Reset, Add, Rescale, Last, Other } Kind;
   const Stmt *At;
-  const Expr *Increment; ///< for Add: what is added (null for ++)
+  const Expr *Increment; ///< for Add: what is added (null for ++); for Last: what is assigned
 };
 
 bool mentions(const Stmt *S, const VarDecl *Var) {
@@ -111,8 +113,12 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
         Kind = Write::Reset;
       } else if (!insideShardedLoop(S, Ctx) && mentions(Assign->getRHS(), Var)) {
         Kind = Write::Rescale;
+      } else if (BatchValue Value = classifyBatchValue(Assign->getRHS(), Ctx);
+                 insideShardedLoop(S, Ctx) && !mentions(Assign->getRHS(), Var) &&
+                 (Value == BatchValue::Mean || Value == BatchValue::Sum)) {
+        Kind = Write::Last;
       }
-      Writes.push_back({Kind, S, nullptr});
+      Writes.push_back({Kind, S, Kind == Write::Last ? Assign->getRHS() : nullptr});
     }
   });
   return Writes;
@@ -286,6 +292,13 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
       "it counts by a number that is not the batch's own size, and the configured batch size "
       "is the global batch under split_batches but one process's batch otherwise; count "
       "batch.data.size(0) instead";
+  // The last batch's value (`last = loss.item<double>()` in the loop) seen after it.
+  bool LastMeans = false, LastSums = false;
+  for (const Write &W : Writes) {
+    if (W.Kind == Write::Last && Sees(W)) {
+      (classifyBatchValue(W.Increment, Ctx) == BatchValue::Sum ? LastSums : LastMeans) = true;
+    }
+  }
   for (const Write &W : Writes) {
     if (W.Kind != Write::Add || !Sees(W)) {
       continue;
@@ -315,6 +328,14 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
         Why = Type->isIntegerType() ? ByConfiguredSize : "";
       }
     }
+  }
+  if (LastMeans || LastSums) {
+    if (Updated || Outside || (LastMeans && LastSums)) {
+      Result.Unclear = true; // both added up and assigned, or values of both kinds
+    } else {
+      Result.Op = LastSums ? "sum" : "mean";
+    }
+    return Result;
   }
   if (!Updated) {
     return Result;
@@ -419,13 +440,27 @@ bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
   return false;
 }
 
+/// `loss.item<float>()` after the loop on a tensor declared empty before it and assigned only
+/// in the sharded loop: the last batch's value, as this process saw it.
+bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx) {
+  const Expr *Object = Item->getImplicitObjectArgument();
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Object ? Object->IgnoreParenImpCasts() : nullptr);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (!Var || !Var->isLocalVarDecl() || !declaredEmpty(Var)) {
+    return false;
+  }
+  auto Values = assignedValues(Var);
+  return !Values.empty() &&
+         llvm::all_of(Values, [&](const Expr *Value) { return insideShardedLoop(Value, Ctx); });
+}
+
 bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op,
                       bool *Unclear) {
   bool Size =
       isTensorMethodCall(Item, "numel") ||
       (isTensorMethodCall(Item, "size") && classifyBatchValue(Item, Ctx) == BatchValue::Sum);
   if (!(isTensorMethodCall(Item, "item") || Size) || !Item->getType()->isArithmeticType() ||
-      !insideShardedLoop(Item, Ctx)) {
+      !(insideShardedLoop(Item, Ctx) || readsLastBatchTensor(Item, Ctx))) {
     return false;
   }
   bool InPrint = false;

@@ -165,6 +165,26 @@ void in_place(int64_t batch_size) {
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'total' is added up over this process's batches, but it counts by a number that is not the batch's own size{{.*}} [accel-reduce]
 }
 
+// The last batch's value read after the loop (a loss tensor declared before it, a number
+// assigned in it): the global batch's, as the original printed it.
+void last_batch() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  torch::Tensor loss;
+  double last = 0, last_sum = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    last = loss.item<double>();
+    last_sum = loss.item<double>() * b.data.size(0);
+  }
+  std::printf("%.4f %.4f %.4f\n", loss.item<double>(), last, last_sum);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f %.4f %.4f\n", accelerator.reduce(loss.item<double>(), "mean"), accelerator.reduce(last, "mean"), accelerator.reduce(last_sum, "sum"));
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -217,5 +237,6 @@ int main() {
   partly_ported(model);
   book_style();
   in_place(4);
+  last_batch();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }
