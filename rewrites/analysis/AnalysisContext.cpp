@@ -80,7 +80,7 @@ const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl 
   if (auto Found = Members.find(Function); Found != Members.end()) {
     return *Found->second;
   }
-  auto Computed = std::make_unique<MemberTraining>(analyzeMemberTraining(Function, Ctx));
+  auto Computed = std::make_unique<MemberTraining>(analyzeMemberTraining(Function));
   return *(Members[Function] = std::move(Computed));
 }
 

@@ -254,6 +254,13 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   if (!E->isValueDependent() && !E->isTypeDependent() && E->isEvaluatable(Ctx)) {
     return BatchValue::Constant;
   }
+  // What the accelerator returns from a collective is the same on every process: the global
+  // norm of the synchronised gradients (a clipping accel-clip makes the accelerator's), a
+  // reduce. Added up, it is like a step counter's increment.
+  if (isGradientClipping(E) || isMethodCall(E, "accelerate::Accelerator", "clip_grad_norm_") ||
+      isMethodCall(E, "accelerate::Accelerator", "reduce")) {
+    return BatchValue::Constant;
+  }
   if (const auto *Unary = dyn_cast<UnaryOperator>(E);
       Unary && (Unary->getOpcode() == UO_Minus || Unary->getOpcode() == UO_Plus)) {
     return classifyBatchValue(Unary->getSubExpr(), Ctx, Depth + 1);

@@ -19,7 +19,8 @@ namespace accel::rewrites {
 enum class BatchValue {
   /// Cannot tell.
   Unknown,
-  /// The same on every process and in every batch (a literal, a constant expression).
+  /// The same on every process (a literal, a constant expression, what a collective of the
+  /// accelerator returns, such as the clipped gradients' global norm).
   Constant,
   /// Adds up over the batch's samples: the batch size, a sum over the batch, a count.
   Sum,

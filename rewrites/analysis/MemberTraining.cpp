@@ -145,8 +145,7 @@ const FieldDecl *memberObject(const Expr *Object) {
   return dyn_cast<FieldDecl>(Member->getMemberDecl());
 }
 
-MemberTraining analyzeMemberTraining(const FunctionDecl *Function, ASTContext &Ctx) {
-  (void)Ctx;
+MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
   MemberTraining Result;
   const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Function);
   if (!Method || Method->getParent()->isLambda()) {

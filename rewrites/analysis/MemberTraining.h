@@ -11,7 +11,6 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
 #include "clang/AST/DeclCXX.h"
 #include "llvm/ADT/SmallVector.h"
@@ -43,7 +42,7 @@ struct MemberTraining {
 
 /// What Function (a method, any instantiation of it) prepares; empty for other functions
 /// (AnalysisContext::memberTraining() caches it).
-MemberTraining analyzeMemberTraining(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
+MemberTraining analyzeMemberTraining(const clang::FunctionDecl *Function);
 
 /// The member a step is on, when it is a field of the class whose method the step is in:
 /// `optimizer_` in `optimizer_.step()` or `this->optimizer_.step()`.

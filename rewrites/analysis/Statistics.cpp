@@ -186,18 +186,28 @@ bool isStepCounter(const VarDecl *Var, ASTContext &Ctx) {
   return Counts;
 }
 
-/// A step count: a step counter, or a number written out (`/ 8`, a print every 8 steps): the
+/// A step count: a step counter, or a number written out (`/ 8`, `/ kLogInterval` of a named
+/// constant, a print every 8 steps): the
 /// same in both loader modes, as the steps are. Not an expression of other variables
 /// (`512 / batch_size`: the configured batch size means the global batch under split_batches
 /// and one process's batch otherwise).
 bool countsSteps(const Expr *Divisor, ASTContext &Ctx) {
+  // A named constant (`constexpr int kLogInterval = 8;`) is a number written out too.
+  auto NamedConstant = [&](const VarDecl *Var) {
+    return Var->isConstexpr() ||
+           (Var->getType().isConstQualified() && Var->getInit() && isConstant(Var->getInit(), Ctx));
+  };
   if (const auto *Ref = dyn_cast<DeclRefExpr>(Divisor->IgnoreParenCasts())) {
-    return isStepCounter(dyn_cast<VarDecl>(Ref->getDecl()), Ctx);
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && !NamedConstant(Var)) {
+      return isStepCounter(Var, Ctx);
+    }
   }
   bool NamesVariable = false;
   forEachStmt(Divisor, [&](const Stmt *S) {
     const auto *Ref = dyn_cast<DeclRefExpr>(S);
-    NamesVariable = NamesVariable || (Ref && isa<VarDecl>(Ref->getDecl()));
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    NamesVariable = NamesVariable || (Var && !NamedConstant(Var));
   });
   return !NamesVariable && isConstant(Divisor, Ctx);
 }

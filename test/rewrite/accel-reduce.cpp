@@ -185,6 +185,33 @@ void last_batch() {
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f %.4f %.4f\n", accelerator.reduce(loss.item<double>(), "mean"), accelerator.reduce(last, "mean"), accelerator.reduce(last_sum, "sum"));
 }
 
+// The clipped gradients' norm is the synchronised gradients' global norm, the same on every
+// process: added up, it is left alone like a step counter (no warning). A running loss divided
+// by a named constant, the steps between its prints, is a mean over those steps.
+void clipped_norms() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  constexpr int kLogInterval = 2;
+  double norms = 0, running = 0;
+  int steps = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    norms += torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+    sgd.step();
+    running += loss.item<double>();
+    if (++steps % kLogInterval == 0) {
+      std::printf("%.4f\n", running / kLogInterval);
+      // CHECK-FIXES: {{^}}      accelerator.printf("%.4f\n", accelerator.reduce(running, "mean") / kLogInterval);
+      running = 0;
+    }
+  }
+  std::printf("%.4f\n", norms / steps);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", norms / steps);
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -238,5 +265,6 @@ int main() {
   book_style();
   in_place(4);
   last_batch();
+  clipped_norms();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }
