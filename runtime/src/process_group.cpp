@@ -21,6 +21,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -460,6 +461,15 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work> &work, const std::s
   try {
     work->wait(timeout_);
   } catch (const std::exception &error) {
+    // A work whose wait timed out is still Gloo's: its run loop completes the work's future
+    // later, and destroying the work meanwhile races with that (TSan saw it). The job is
+    // failing, so the work is kept for the rest of the process.
+    static std::mutex mutex;
+    static auto *abandoned = new std::vector<c10::intrusive_ptr<c10d::Work>>();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      abandoned->push_back(work);
+    }
     throw failure(what, error);
   }
 }
