@@ -79,58 +79,72 @@ const FieldDecl *modelOfInitializer(const Expr *Init) {
   return memberObject(Parameters->getImplicitObjectArgument());
 }
 
-/// The model that every constructor of the class builds Optimizer from (copies and moves
-/// aside), or null when they build it from something else, from different models, or a
-/// constructor is defined in another file.
-const FieldDecl *modelOf(const FieldDecl *Optimizer, const CXXRecordDecl *Class) {
+/// The model that every constructor of the class builds Optimizer from, or null when they
+/// build it from something else, from different models, or a constructor is defined in
+/// another file.
+const FieldDecl *modelOf(const FieldDecl *Optimizer) {
+  auto Initializers = memberInitializers(Optimizer);
+  if (!Initializers) {
+    return nullptr;
+  }
+  if (Initializers->empty()) {
+    return modelOfInitializer(Optimizer->getInClassInitializer());
+  }
   const FieldDecl *Model = nullptr;
-  bool Constructors = false;
-  for (const CXXConstructorDecl *Declared : Class->ctors()) {
-    if (Declared->isImplicit() || Declared->isCopyOrMoveConstructor() || Declared->isDeleted()) {
-      continue;
-    }
-    Constructors = true;
-    const auto *Defined = dyn_cast_or_null<CXXConstructorDecl>(Declared->getDefinition());
-    if (!Defined) {
-      return nullptr;
-    }
-    const Expr *Init = nullptr;
-    for (const CXXCtorInitializer *Initializer : Defined->inits()) {
-      if (Initializer->getMember() == Optimizer) {
-        Init = Initializer->getInit();
-      }
-    }
-    if (Init && isa<CXXDefaultInitExpr>(Init->IgnoreImplicit())) {
-      Init = Optimizer->getInClassInitializer();
-    }
-    // `optimizer_ = std::make_unique<Adam>(...)` or `optimizer_.reset(new Adam(...))` in the
-    // body: the last one counts.
-    forEachStmt(Defined->getBody(), [&](const Stmt *S) {
-      if (const auto *Assign = dyn_cast<CXXOperatorCallExpr>(S);
-          Assign && Assign->getOperator() == OO_Equal && Assign->getNumArgs() == 2 &&
-          memberObject(Assign->getArg(0)) == Optimizer) {
-        Init = Assign->getArg(1);
-      } else if (const auto *Reset = dyn_cast<CXXMemberCallExpr>(S);
-                 Reset && Reset->getMethodDecl() &&
-                 Reset->getMethodDecl()->getDeclName().isIdentifier() &&
-                 Reset->getMethodDecl()->getName() == "reset" && Reset->getNumArgs() == 1 &&
-                 memberObject(Reset->getImplicitObjectArgument()) == Optimizer) {
-        Init = Reset->getArg(0);
-      }
-    });
+  for (const Expr *Init : *Initializers) {
     const FieldDecl *Found = modelOfInitializer(Init);
     if (!Found || (Model && Found != Model)) {
       return nullptr;
     }
     Model = Found;
   }
-  if (!Constructors && Optimizer->hasInClassInitializer()) {
-    Model = modelOfInitializer(Optimizer->getInClassInitializer());
-  }
   return Model;
 }
 
 } // namespace
+
+std::optional<llvm::SmallVector<const Expr *, 2>> memberInitializers(const FieldDecl *Member) {
+  llvm::SmallVector<const Expr *, 2> Result;
+  const auto *Class = dyn_cast<CXXRecordDecl>(Member->getParent());
+  if (!Class) {
+    return std::nullopt;
+  }
+  for (const CXXConstructorDecl *Declared : Class->ctors()) {
+    if (Declared->isImplicit() || Declared->isCopyOrMoveConstructor() || Declared->isDeleted()) {
+      continue;
+    }
+    const auto *Defined = dyn_cast_or_null<CXXConstructorDecl>(Declared->getDefinition());
+    if (!Defined) {
+      return std::nullopt;
+    }
+    const Expr *Init = nullptr;
+    for (const CXXCtorInitializer *Initializer : Defined->inits()) {
+      if (Initializer->getMember() == Member) {
+        Init = Initializer->getInit();
+      }
+    }
+    if (Init && isa<CXXDefaultInitExpr>(Init->IgnoreImplicit())) {
+      Init = Member->getInClassInitializer();
+    }
+    // `optimizer_ = std::make_unique<Adam>(...)` or `optimizer_.reset(new Adam(...))` in the
+    // body: the last one counts.
+    forEachStmt(Defined->getBody(), [&](const Stmt *S) {
+      if (const auto *Assign = dyn_cast<CXXOperatorCallExpr>(S);
+          Assign && Assign->getOperator() == OO_Equal && Assign->getNumArgs() == 2 &&
+          memberObject(Assign->getArg(0)) == Member) {
+        Init = Assign->getArg(1);
+      } else if (const auto *Reset = dyn_cast<CXXMemberCallExpr>(S);
+                 Reset && Reset->getMethodDecl() &&
+                 Reset->getMethodDecl()->getDeclName().isIdentifier() &&
+                 Reset->getMethodDecl()->getName() == "reset" && Reset->getNumArgs() == 1 &&
+                 memberObject(Reset->getImplicitObjectArgument()) == Member) {
+        Init = Reset->getArg(0);
+      }
+    });
+    Result.push_back(Init);
+  }
+  return Result;
+}
 
 const FieldDecl *memberObject(const Expr *Object) {
   const Expr *E = objectOf(Object);
@@ -218,7 +232,7 @@ MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
     if (Smart) {
       Result.HeldBySmartPointer.push_back(Optimizer);
     }
-    const FieldDecl *Model = modelOf(Optimizer, Class);
+    const FieldDecl *Model = modelOf(Optimizer);
     if (!Model) {
       Problem("cannot tell which model optimizer member " + Name +
               " trains: every constructor must build it from a model member's parameters() (" +

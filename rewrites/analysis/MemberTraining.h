@@ -15,6 +15,7 @@
 #include "clang/AST/DeclCXX.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <string>
 
 namespace accel::rewrites {
@@ -43,6 +44,14 @@ struct MemberTraining {
 /// What Function (a method, any instantiation of it) prepares; empty for other functions
 /// (AnalysisContext::memberTraining() caches it).
 MemberTraining analyzeMemberTraining(const clang::FunctionDecl *Function);
+
+/// What every constructor of Member's class that the user wrote (copies, moves and implicit
+/// ones aside) sets Member to: its initializer-list entry or the member's own initializer,
+/// then the last assignment to it in the body (`optimizer_ = ...`, `optimizer_.reset(...)`);
+/// null for a constructor that sets nothing. Empty when the class declares no constructor;
+/// std::nullopt when one is defined in another file.
+std::optional<llvm::SmallVector<const clang::Expr *, 2>>
+memberInitializers(const clang::FieldDecl *Member);
 
 /// The member a step is on, when it is a field of the class whose method the step is in:
 /// `optimizer_` in `optimizer_.step()` or `this->optimizer_.step()`.

@@ -71,25 +71,11 @@ bool isPassedInDevice(const FieldDecl *Member) {
   if (!isDeviceType(Member->getType())) {
     return false;
   }
-  const auto *Class = dyn_cast<CXXRecordDecl>(Member->getParent());
-  if (!Class) {
+  auto Initializers = memberInitializers(Member);
+  if (!Initializers || Initializers->empty()) {
     return false;
   }
-  bool Constructors = false;
-  for (const CXXConstructorDecl *Declared : Class->ctors()) {
-    if (Declared->isImplicit() || Declared->isCopyOrMoveConstructor() || Declared->isDeleted()) {
-      continue;
-    }
-    const auto *Defined = dyn_cast_or_null<CXXConstructorDecl>(Declared->getDefinition());
-    if (!Defined) {
-      return false;
-    }
-    const Expr *Init = nullptr;
-    for (const CXXCtorInitializer *Initializer : Defined->inits()) {
-      if (Initializer->getMember() == Member) {
-        Init = Initializer->getInit();
-      }
-    }
+  for (const Expr *Init : *Initializers) {
     Init = spelled(Init);
     if (const auto *Copy = dyn_cast_or_null<CXXConstructExpr>(Init);
         Copy && Copy->getNumArgs() == 1) {
@@ -99,9 +85,8 @@ bool isPassedInDevice(const FieldDecl *Member) {
     if (!Ref || !isa<ParmVarDecl>(Ref->getDecl())) {
       return false;
     }
-    Constructors = true;
   }
-  return Constructors;
+  return true;
 }
 
 /// The first argument is a variable that is, or accel-device makes, the accelerator's device:
