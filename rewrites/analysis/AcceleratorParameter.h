@@ -11,6 +11,7 @@
 #pragma once
 
 #include "analysis/TrainingLoops.h"
+#include "analysis/TrainingPlan.h"
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
@@ -82,7 +83,8 @@ AST_MATCHER(clang::FunctionDecl, receivesAccelerator) {
 }
 
 /// A call in a training step where the accelerator is: in a loop that runs one step per
-/// iteration, or outside loops in a helper that is one training step and gets the accelerator.
+/// iteration, outside loops in a helper that is one training step and gets the accelerator,
+/// or in the straight-line step of the function that creates the optimizer.
 AST_MATCHER(clang::CallExpr, inTrainingStep) {
   clang::ASTContext &Ctx = Finder->getASTContext();
   if (!isInTrainingStep(&Node, Ctx)) {
@@ -93,7 +95,8 @@ AST_MATCHER(clang::CallExpr, inTrainingStep) {
     return true;
   }
   const clang::FunctionDecl *Function = enclosingFunction(Where, Ctx);
-  return Function && receivesAcceleratorParameter(Function, Ctx);
+  return Function &&
+         (receivesAcceleratorParameter(Function, Ctx) || isInStraightLineStep(&Node, Ctx));
 }
 
 } // namespace accel::rewrites

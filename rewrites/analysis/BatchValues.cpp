@@ -233,6 +233,13 @@ llvm::SmallVector<const Expr *, 2> assignedValues(const VarDecl *Var) {
   return Values;
 }
 
+namespace {
+bool isScalarType(QualType Type) {
+  const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
+  return Record && Record->getQualifiedNameAsString() == "c10::Scalar";
+}
+} // namespace
+
 BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   if (!E || Depth > MaxDepth) {
     return BatchValue::Unknown;
@@ -248,8 +255,10 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     return classifyBatchValue(Bind->getSubExpr(), Ctx, Depth + 1);
   }
   if (const auto *Construct = dyn_cast<CXXConstructExpr>(E);
-      Construct && Construct->getNumArgs() == 1 && isTensorType(E->getType())) {
-    return classifyBatchValue(Construct->getArg(0), Ctx, Depth + 1); // a copy
+      Construct && Construct->getNumArgs() == 1 &&
+      (isTensorType(E->getType()) || isScalarType(E->getType()))) {
+    // A copy, or a number made a c10::Scalar (`loss * batch.data.size(0)` on a tensor).
+    return classifyBatchValue(Construct->getArg(0), Ctx, Depth + 1);
   }
   if (!E->isValueDependent() && !E->isTypeDependent() && E->isEvaluatable(Ctx)) {
     return BatchValue::Constant;

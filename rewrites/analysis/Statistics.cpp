@@ -9,6 +9,8 @@
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"
 
+#include <optional>
+
 using namespace clang;
 
 namespace accel::rewrites {
@@ -53,6 +55,29 @@ bool isConstant(const Expr *E, ASTContext &Ctx) {
   return !E->isValueDependent() && E->isEvaluatable(Ctx);
 }
 
+/// A torch::Tensor variable (a tensor that a loop adds batch values to:
+/// `epoch_loss += loss.detach()`).
+bool isTensorVar(const VarDecl *Var) {
+  const auto *Record = Var->getType().getNonReferenceType()->getAsCXXRecordDecl();
+  return Record && Record->getQualifiedNameAsString() == "at::Tensor";
+}
+
+/// A fresh tensor of zeros or of a number written out (`torch::zeros({})`,
+/// `torch::tensor(0.0)`): a tensor statistic's reset.
+bool isConstantTensor(const Expr *E, ASTContext &Ctx) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(spelled(E));
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee) {
+    return false;
+  }
+  std::string Name = Callee->getQualifiedNameAsString();
+  if (Name == "torch::zeros" || Name == "at::zeros") {
+    return true;
+  }
+  return (Name == "torch::tensor" || Name == "torch::scalar_tensor") && Call->getNumArgs() >= 1 &&
+         isConstant(spelled(Call->getArg(0)), Ctx);
+}
+
 } // namespace
 
 bool iteratesShardedLoader(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
@@ -86,10 +111,49 @@ bool mentions(const Stmt *S, const VarDecl *Var) {
   return Found;
 }
 
+/// A write of a tensor statistic: its operators `+=`, `=`, `/=`, and its in-place methods.
+std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &Ctx) {
+  if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(S);
+      Operator && Operator->isAssignmentOp() && Operator->getNumArgs() == 2 &&
+      assignedVar(Operator->getArg(0)) == Var) {
+    const Expr *Value = Operator->getArg(1);
+    switch (Operator->getOperator()) {
+    case OO_PlusEqual:
+      return Write{Write::Add, S, Value};
+    case OO_Equal:
+      if (isConstantTensor(Value, Ctx)) {
+        return Write{Write::Reset, S, nullptr};
+      }
+      return Write{Write::Other, S, nullptr};
+    default:
+      // Scaled in place (`epoch_loss /= batches`): accel-reduce combines a tensor where it is
+      // read, not there, so such a statistic is unclear.
+      return Write{Write::Other, S, nullptr};
+    }
+  }
+  const auto *Method = dyn_cast<CXXMemberCallExpr>(S);
+  const auto *Callee = Method ? Method->getMethodDecl() : nullptr;
+  if (!Callee || assignedVar(Method->getImplicitObjectArgument()) != Var ||
+      !Callee->getDeclName().isIdentifier() || !Callee->getName().ends_with("_")) {
+    return std::nullopt;
+  }
+  if (Callee->getName() == "add_" && Method->getNumArgs() >= 1) {
+    return Write{Write::Add, S, Method->getArg(0)};
+  }
+  return Write{Callee->getName() == "zero_" ? Write::Reset : Write::Other, S, nullptr};
+}
+
 /// Every write of Var in Function's body, in source order.
 std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, ASTContext &Ctx) {
   std::vector<Write> Writes;
+  const bool Tensor = isTensorVar(Var);
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    if (Tensor) {
+      if (std::optional<Write> W = tensorWrite(Var, S, Ctx)) {
+        Writes.push_back(*W);
+      }
+      return;
+    }
     if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S);
         Compound && assignedVar(Compound->getLHS()) == Var) {
       Write::KindType Kind = Write::Other;
@@ -248,9 +312,13 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     return Result;
   }
   QualType Type = Var->getType();
+  const bool Tensor = isTensorVar(Var);
   if (Type->isReferenceType() || Type->isBooleanType() ||
-      !(Type->isIntegerType() || Type->isRealFloatingType()) || Type.isConstQualified()) {
+      !(Type->isIntegerType() || Type->isRealFloatingType() || Tensor) || Type.isConstQualified()) {
     return Result;
+  }
+  if (Tensor && (!Var->hasInit() || !isConstantTensor(Var->getInit(), Ctx))) {
+    return Result; // `torch::Tensor loss;` assigned each batch: the last batch's (BatchValues.h)
   }
   const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
   if (!Function || !Function->getBody() || Function->isDependentContext()) {
@@ -259,7 +327,12 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   const SourceManager &SM = Ctx.getSourceManager();
   std::vector<Write> Writes = writesOf(Var, Function, Ctx);
   if (llvm::any_of(Writes, [](const Write &W) { return W.Kind == Write::Other; })) {
-    return Result; // multiplied, subtracted or assigned a computed value: not a running sum
+    // Multiplied, subtracted or assigned a computed value: not a running sum. A tensor that
+    // also adds up batch values in the sharded loop is one, changed in a way not followed.
+    Result.Unclear = Tensor && llvm::any_of(Writes, [&](const Write &W) {
+                       return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
+                     });
+    return Result;
   }
   // The writes this read sees: those since the last reset before it (a variable reused by an
   // evaluation loop after training is two statistics), and those later in a loop around the
@@ -381,12 +454,43 @@ bool readsUnclearStatistic(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return isStatisticRead(Ref, Ctx, Read) && Read.Unclear;
 }
 
+/// A tensor statistic's value taken: `epoch_loss.item<float>()`, `epoch_loss / n` (not its
+/// own updates, nor a reference bound to it).
+bool readsTensorValue(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  // Taken as const (`item` is a const method; `a / b` takes const references).
+  DynTypedNode User = DynTypedNode::create(*Ref);
+  auto Parents = Ctx.getParents(User);
+  if (!Parents.empty()) {
+    if (const auto *Cast = Parents[0].get<ImplicitCastExpr>();
+        Cast && Cast->getCastKind() == CK_NoOp) {
+      Parents = Ctx.getParents(*Cast);
+    }
+  }
+  if (Parents.empty()) {
+    return false;
+  }
+  if (const auto *Member = Parents[0].get<MemberExpr>()) {
+    auto Calls = Ctx.getParents(*Member);
+    const auto *Call = Calls.empty() ? nullptr : Calls[0].get<CXXMemberCallExpr>();
+    const auto *Method = Call ? Call->getMethodDecl() : nullptr;
+    return Method && Method->getDeclName().isIdentifier() && Method->isConst() &&
+           !Method->getName().ends_with("_");
+  }
+  // An operand of an operator (not the target of an assignment): bound to a reference or
+  // copied, it is followed no further.
+  const auto *Operator = Parents[0].get<CXXOperatorCallExpr>();
+  return Operator && !Operator->isAssignmentOp();
+}
+
 bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Read) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
   auto Parents = Ctx.getParents(*Ref);
   const auto *Value = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
-  // A value read is an lvalue-to-rvalue conversion; updates, resets and references are not.
-  if (!Var || !Value || Value->getCastKind() != CK_LValueToRValue) {
+  // A value read is an lvalue-to-rvalue conversion (for a tensor, a use of its value);
+  // updates, resets and references are not.
+  const bool Reads = Var && (isTensorVar(Var) ? readsTensorValue(Ref, Ctx)
+                                              : Value && Value->getCastKind() == CK_LValueToRValue);
+  if (!Reads) {
     return false;
   }
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
@@ -415,6 +519,43 @@ bool rescalesStatistic(const CompoundAssignOperator *Rescale, ASTContext &Ctx,
     }
   }
   return !Read.Op.empty() || Read.Unclear;
+}
+
+bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
+  auto IsBatchValue = [&](const Expr *Value) {
+    BatchValue Kind = classifyBatchValue(Value, Ctx);
+    return Kind == BatchValue::Sum || Kind == BatchValue::Mean;
+  };
+  if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S)) {
+    const auto *Field = dyn_cast<MemberExpr>(Compound->getLHS()->IgnoreParenImpCasts());
+    if (!Field || !isa<FieldDecl>(Field->getMemberDecl()) || !IsBatchValue(Compound->getRHS()) ||
+        !insideShardedLoop(S, Ctx)) {
+      return false;
+    }
+    Holder = Field->getMemberDecl()->getNameAsString();
+    return true;
+  }
+  const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+  const CXXRecordDecl *Class = Call ? Call->getRecordDecl() : nullptr;
+  if (!Class || isa<CXXOperatorCallExpr>(S)) {
+    return false;
+  }
+  // LibTorch's objects (a tensor's add_ is a tensor statistic; a module's forward takes the
+  // batch), the accelerator, and streams (printing is accel-print's) are not holders.
+  std::string ClassName = Class->getQualifiedNameAsString();
+  for (llvm::StringRef Namespace : {"at::", "c10::", "torch::", "accelerate::", "std::basic_o"}) {
+    if (llvm::StringRef(ClassName).starts_with(Namespace)) {
+      return false;
+    }
+  }
+  bool Stores = llvm::any_of(Call->arguments(), [&](const Expr *Argument) {
+    return Argument->getType()->isArithmeticType() && IsBatchValue(Argument);
+  });
+  if (!Stores || !insideShardedLoop(S, Ctx)) {
+    return false;
+  }
+  Holder = sourceText(Call->getImplicitObjectArgument(), Ctx);
+  return !Holder.empty();
 }
 
 bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {

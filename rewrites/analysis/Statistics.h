@@ -72,4 +72,11 @@ bool runsOnSomeProcesses(const clang::Stmt *S, clang::ASTContext &Ctx);
 bool printsBatchValue(const clang::CXXMemberCallExpr *Item, clang::ASTContext &Ctx, std::string &Op,
                       bool *Unclear = nullptr);
 
+/// A value of this process's batch (a loss, a count; BatchValues.h) handed inside the sharded
+/// loop to something accel-reduce does not follow: an object's method
+/// (`meter.update(loss.item<double>(), n)`, `losses.push_back(loss.item<float>())`) or a
+/// field added to (`stats.loss += ...`). Read later, it holds this process's share only.
+/// Holder is set to the object's or field's name.
+bool storesBatchValue(const clang::Stmt *S, clang::ASTContext &Ctx, std::string &Holder);
+
 } // namespace accel::rewrites

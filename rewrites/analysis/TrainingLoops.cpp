@@ -3,6 +3,7 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 
@@ -285,7 +286,30 @@ bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
   return Found;
 }
 
+namespace {
+/// Whether the function makes an optimizer of its own (a local holding one by value): it sets
+/// training up, so a step outside its loops is its straight-line step, not a helper's.
+bool createsOptimizer(const FunctionDecl *Function) {
+  bool Found = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Declaration = dyn_cast<DeclStmt>(S);
+    if (!Declaration) {
+      return;
+    }
+    for (const Decl *D : Declaration->decls()) {
+      const auto *Var = dyn_cast<VarDecl>(D);
+      Found = Found || (Var && !Var->getType()->isReferenceType() &&
+                        !Var->getType()->isPointerType() && isOptimizerType(Var->getType()));
+    }
+  });
+  return Found;
+}
+} // namespace
+
 bool isTrainingStepFunction(const FunctionDecl *Function) {
+  if (Function->hasBody() && createsOptimizer(Function->getDefinition())) {
+    return false;
+  }
   llvm::SmallVector<const FunctionDecl *, 2> Versions = {Function};
   if (const FunctionTemplateDecl *Template = Function->getDescribedFunctionTemplate()) {
     for (const FunctionDecl *Instance : Template->specializations()) {
@@ -323,7 +347,7 @@ bool isInTrainingStep(const CallExpr *Call, ASTContext &Ctx) {
     return isTrainingStepLoop(Loop, Ctx);
   }
   const FunctionDecl *Function = enclosingFunction(Node, Ctx);
-  return Function && isTrainingStepFunction(Function);
+  return Function && (isTrainingStepFunction(Function) || isInStraightLineStep(Call, Ctx));
 }
 
 StatementMatcher trainingStepBody() {

@@ -60,10 +60,12 @@ const clang::Stmt *innermostLoop(const clang::DynTypedNode &Node, clang::ASTCont
 /// loop.
 bool isTrainingStepLoop(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 /// A function that is one training step: it calls backward outside any loop (in a template,
-/// in an instantiation), e.g. `train_step(model, optimizer, batch)` called once per batch.
+/// in an instantiation), e.g. `train_step(model, optimizer, batch)` called once per batch, and
+/// makes no optimizer of its own (a function that does has a straight-line step instead).
 bool isTrainingStepFunction(const clang::FunctionDecl *Function);
-/// A call inside a training step: in a loop that runs one per iteration, or outside loops in
-/// a helper that is one training step (the caller checks the helper gets the accelerator).
+/// A call inside a training step: in a loop that runs one per iteration, outside loops in
+/// a helper that is one training step (the caller checks the helper gets the accelerator), or
+/// in a straight-line step (TrainingPlan.h).
 bool isInTrainingStep(const clang::CallExpr *Call, clang::ASTContext &Ctx);
 /// A training step's braced body, in user code of a function where generated code may name
 /// `accelerator`, bound as "body": the body of a training-step loop (the loop bound as

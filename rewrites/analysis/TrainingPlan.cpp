@@ -159,16 +159,46 @@ std::string line(SourceLocation Loc, const SourceManager &SM) {
   return std::to_string(SM.getExpansionLineNumber(Loc));
 }
 
+/// The named function whose body holds Function's code: itself, or for a lambda the function
+/// it is defined in; the template pattern's canonical declaration.
+const FunctionDecl *owningFunction(const FunctionDecl *Function) {
+  while (Function) {
+    const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+    if (!Method || !Method->getParent()->isLambda()) {
+      break;
+    }
+    Function = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext());
+  }
+  if (!Function) {
+    return nullptr;
+  }
+  if (const FunctionDecl *Pattern = Function->getTemplateInstantiationPattern()) {
+    Function = Pattern;
+  }
+  return Function->getCanonicalDecl();
+}
+
 /// Fills Plan's optimizers, setup and loader, or its problem.
 void plan(LoopPlan &Plan, ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
   // One warning per loop, at the loop (at a step helper's name); the text names the part.
   auto Problem = [&](std::string Text) {
-    if (Plan.Problem.empty()) {
-      Plan.Problem = std::move(Text);
-      Plan.ProblemLoc = Plan.Kind == LoopPlan::StepFunction && Plan.Function
-                            ? Plan.Function->getLocation()
-                            : Plan.Unit->getBeginLoc();
+    if (!Plan.Problem.empty()) {
+      return;
+    }
+    Plan.Problem = std::move(Text);
+    Plan.ProblemLoc = Plan.Kind == LoopPlan::StepFunction && Plan.Function
+                          ? Plan.Function->getLocation()
+                          : Plan.Unit->getBeginLoc();
+    if (Plan.Kind == LoopPlan::StraightLine) {
+      // At the first backward of the straight-line step, not at the function's brace.
+      bool Found = false;
+      forEachStmtOutsideLoops(Plan.Unit, [&](const Stmt *S) {
+        if (!Found && isBackwardCall(S)) {
+          Found = true;
+          Plan.ProblemLoc = S->getBeginLoc();
+        }
+      });
     }
   };
   const FunctionDecl *Function = Plan.Function;
@@ -176,30 +206,43 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     Problem("backward outside any function");
     return;
   }
-  const std::string StraightLine =
-      "a training step outside any loop in " + functionLabel(Function) +
-      " (accel-rewrite rewrites steps in a loop over a data loader, or in a "
-      "helper called once per batch); rewrite it by hand with "
+  const std::string HelperCalledOnce =
+      "a training step outside any loop: " + functionLabel(Function) +
+      " is called once, not once per batch (accel-rewrite rewrites a step outside a loop "
+      "only in the function that creates its optimizer); rewrite it by hand with "
       "accelerator.backward(loss), accelerator.step(optimizer) and "
       "accelerator.zero_grad(optimizer), after accelerator.prepare";
-  if (Plan.Kind == LoopPlan::StraightLine) {
-    Problem(StraightLine);
-    return;
-  }
+  const bool StraightLine = Plan.Kind == LoopPlan::StraightLine;
+  // The statements of the unit: a straight-line step is the function's code outside loops
+  // (its loops are units of their own).
+  auto ForEachInUnit = [&](llvm::function_ref<void(const Stmt *)> Visit) {
+    if (StraightLine) {
+      forEachStmtOutsideLoops(Plan.Unit, Visit);
+    } else {
+      forEachStmt(Plan.Unit, Visit);
+    }
+  };
 
   // What the unit steps, and where each optimizer is created and prepared.
   llvm::SmallVector<const CXXMemberCallExpr *, 2> Steps;
-  forEachStmt(Plan.Unit, [&](const Stmt *S) {
+  ForEachInUnit([&](const Stmt *S) {
     const CXXMemberCallExpr *Step = nullptr;
     if (isOptimizerStep(S, Step)) {
       Steps.push_back(Step);
     }
   });
   if (Steps.empty()) {
-    Problem("this training loop calls no optimizer.step() (the step is elsewhere, or the "
-            "parameters are updated by hand), so accel-rewrite cannot tell what to prepare; "
-            "call accelerator.prepare(model, optimizer) before it and "
-            "accelerator.backward(loss) in it by hand");
+    Problem(StraightLine
+                ? "this backward outside any loop in " + functionLabel(Function) +
+                      " has no optimizer.step() outside a loop beside it (the step is "
+                      "elsewhere, or the gradients are not for training), so accel-rewrite "
+                      "cannot tell what it trains; call accelerator.prepare(model, optimizer) "
+                      "before it and accelerator.backward(loss) by hand, or leave it out of "
+                      "the distributed program"
+                : "this training loop calls no optimizer.step() (the step is elsewhere, or "
+                  "the parameters are updated by hand), so accel-rewrite cannot tell what to "
+                  "prepare; call accelerator.prepare(model, optimizer) before it and "
+                  "accelerator.backward(loss) in it by hand");
     return;
   }
   for (const CXXMemberCallExpr *Step : Steps) {
@@ -268,7 +311,7 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   // Clipping the accelerator cannot do would clip scaled gradients under fp16 and partial
   // sums under accumulation: the loop is rewritten whole or not at all.
   std::string Clipping;
-  forEachStmt(Plan.Unit, [&](const Stmt *S) {
+  ForEachInUnit([&](const Stmt *S) {
     if (Clipping.empty() && isGradientClipping(S)) {
       if (std::string Why = clippingProblem(cast<CallExpr>(S)); !Why.empty()) {
         Clipping = "the gradient clipping on line " + line(S->getBeginLoc(), SM) + " of this " +
@@ -306,6 +349,18 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
             "give each process its part by hand (accelerator.process_index(), "
             "accelerator.num_processes())");
   };
+  if (StraightLine) {
+    // One step on the batch as written: every process computes the same gradients, so their
+    // average is the original's (docs/rules/accel-training-loop.md, "Straight-line steps").
+    if (owningFunction(Plan.Setup) != owningFunction(Function)) {
+      Problem("a training step outside any loop in " + functionLabel(Function) +
+              ", whose optimizer is created in " + functionLabel(Plan.Setup) +
+              " (accel-rewrite rewrites a step outside a loop only in the function that "
+              "creates its optimizer); rewrite it by hand with accelerator.backward(loss), "
+              "accelerator.step(optimizer) and accelerator.zero_grad(optimizer)");
+    }
+    return;
+  }
   if (Plan.Kind == LoopPlan::Loop) {
     const CXXForRangeStmt *Nearest = nullptr;
     Plan.Loader = shardedLoaderAround(Plan.Unit, Ctx, Nearest);
@@ -319,7 +374,7 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     const CXXForRangeStmt *Nearest = nullptr;
     const VarDecl *Loader = shardedLoaderAround(Call, Ctx, Nearest);
     if (!Loader && !innermostLoop(DynTypedNode::create(*Call), Ctx)) {
-      Problem(StraightLine); // called once, not once per batch: where its backward is
+      Problem(HelperCalledOnce); // where its backward is
       forEachStmt(Plan.Unit, [&](const Stmt *S) {
         if (isBackwardCall(S) && Plan.ProblemLoc == Function->getLocation()) {
           Plan.ProblemLoc = S->getBeginLoc();
@@ -334,25 +389,6 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     }
     Plan.Loader = Loader;
   }
-}
-
-/// The named function whose body holds Function's code: itself, or for a lambda the function
-/// it is defined in; the template pattern's canonical declaration.
-const FunctionDecl *owningFunction(const FunctionDecl *Function) {
-  while (Function) {
-    const auto *Method = dyn_cast<CXXMethodDecl>(Function);
-    if (!Method || !Method->getParent()->isLambda()) {
-      break;
-    }
-    Function = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext());
-  }
-  if (!Function) {
-    return nullptr;
-  }
-  if (const FunctionDecl *Pattern = Function->getTemplateInstantiationPattern()) {
-    Function = Pattern;
-  }
-  return Function->getCanonicalDecl();
 }
 
 /// The functions and loader declarations a declined plan takes with it (TrainingPlans::
@@ -456,6 +492,27 @@ const LoopPlan *TrainingPlans::planOf(const Stmt *Backward, const SourceManager 
   return nullptr;
 }
 
+bool isInStraightLineStep(const CallExpr *Call, ASTContext &Ctx) {
+  DynTypedNode Node = DynTypedNode::create(*Call);
+  if (innermostLoop(Node, Ctx)) {
+    return false;
+  }
+  // The same function whether seen in a template's pattern or an instantiation of it.
+  auto Canonical = [](const FunctionDecl *F) -> const FunctionDecl * {
+    if (F && F->getTemplateInstantiationPattern()) {
+      F = F->getTemplateInstantiationPattern();
+    }
+    return F ? F->getCanonicalDecl() : nullptr;
+  };
+  const FunctionDecl *Function = Canonical(enclosingFunction(Node, Ctx));
+  const auto &Loops = AnalysisContext::of(Ctx).trainingPlans().Loops;
+  bool Planned =
+      Function && llvm::any_of(Loops, [&](const LoopPlan &Plan) {
+        return Plan.Kind == LoopPlan::StraightLine && Canonical(Plan.Function) == Function;
+      });
+  return Planned && !runsBeforePrepare(Call, Ctx);
+}
+
 std::optional<llvm::SmallVector<const VarDecl *, 2>> modelsTrainedIn(const Stmt *Body,
                                                                      ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
@@ -522,8 +579,9 @@ std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {
       Plan.Kind = LoopPlan::StepFunction;
       Plan.Unit = Plan.Function->getBody();
     } else {
+      // Every backward of the function outside loops belongs to one straight-line plan.
       Plan.Kind = LoopPlan::StraightLine;
-      Plan.Unit = Backward;
+      Plan.Unit = Plan.Function && Plan.Function->getBody() ? Plan.Function->getBody() : Backward;
     }
     auto [At, New] = ByUnit.try_emplace(offsetOf(Plan.Unit, SM), Result->Loops.size());
     if (New) {

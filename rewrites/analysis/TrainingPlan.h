@@ -14,6 +14,7 @@
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
+#include "clang/AST/Expr.h"
 #include "clang/AST/Stmt.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -32,11 +33,14 @@ struct LoopPlan {
     Loop,
     /// A helper that gets the accelerator and calls backward outside any loop.
     StepFunction,
-    /// A backward call outside any loop, in a function that is not a step helper.
+    /// Backward calls outside any loop, in a function that is not a step helper: one step
+    /// (or a few) written out on a batch the program holds, in the function that creates the
+    /// optimizer.
     StraightLine,
   };
   KindType Kind = Loop;
-  /// The loop, the helper's body, or the backward call (for StraightLine).
+  /// The loop, the helper's body, or for StraightLine the function's body (its statements
+  /// outside loops are the unit).
   const clang::Stmt *Unit = nullptr;
   /// The function the unit is in (a lambda's call operator for a lambda).
   const clang::FunctionDecl *Function = nullptr;
@@ -79,6 +83,10 @@ struct TrainingPlans {
 /// prepared with the optimizers it steps. None when Body is no planned unit's.
 std::optional<llvm::SmallVector<const clang::VarDecl *, 2>> modelsTrainedIn(const clang::Stmt *Body,
                                                                             clang::ASTContext &Ctx);
+
+/// A call in the straight-line step of its function: outside loops, in a function with a
+/// StraightLine plan, after the prepare (a call before it is a demonstration).
+bool isInStraightLineStep(const clang::CallExpr *Call, clang::ASTContext &Ctx);
 
 /// Computes the plans (AnalysisContext::trainingPlans() owns them).
 std::unique_ptr<TrainingPlans> planTrainingLoops(clang::ASTContext &Ctx);

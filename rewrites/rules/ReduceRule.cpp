@@ -41,6 +41,11 @@ AST_MATCHER(DeclRefExpr, readsUnclear) {
   return readsUnclearStatistic(&Node, Finder->getASTContext());
 }
 
+AST_MATCHER(Stmt, storesBatchValueNode) {
+  std::string Holder;
+  return storesBatchValue(&Node, Finder->getASTContext(), Holder);
+}
+
 AST_MATCHER(Stmt, onSomeProcesses) { return runsOnSomeProcesses(&Node, Finder->getASTContext()); }
 
 AST_MATCHER(DeclRefExpr, readsStatistic) {
@@ -187,8 +192,38 @@ Rule makeReduceRule() {
       warn("item", "this prints a value of this process's batch that accel-reduce cannot "
                    "classify (a sum or a mean over the batch), so the main process prints its "
                    "own; wrap it in accelerator.reduce(..., \"sum\") or \"mean\" by hand"));
+  // Kept where accel-reduce cannot follow it: said, since a read later is one process's.
+  auto Stored =
+      makeRule(stmt(anyOf(cxxMemberCallExpr(), binaryOperator(isAssignmentOperator())),
+                    inUserCode(), forFunction(acceleratorFunction()), storesBatchValueNode())
+                   .bind("stored"),
+               noEdits(), finding(Finding::Warning, "stored", [](const MatchResult &Match) {
+                 std::string Holder;
+                 storesBatchValue(Match.Nodes.getNodeAs<Stmt>("stored"), *Match.Context, Holder);
+                 return "a value of this process's batch goes into '" + Holder +
+                        "', which accel-reduce does not follow: read after the loop, it holds this "
+                        "process's share of each batch only; add the value up in a local number "
+                        "(accel-reduce combines those), or combine what you read from it with "
+                        "accelerator.reduce(value, \"sum\") or accelerator.reduce(value, \"mean\")";
+               }));
+  // In a function without the accelerator (an evaluation helper given the sharded training
+  // loader): nothing to combine with, so said.
+  auto WithoutAccelerator = makeRule(
+      declRefExpr(inUserCode(), forFunction(functionDecl(unless(acceleratorFunction()))),
+                  anyOf(readsStatistic(), readsUnclear()))
+          .bind("read"),
+      noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
+        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
+        std::string Name = Ref->getDecl()->getNameAsString();
+        return "'" + Name +
+               "' is added up over a sharded loader's batches, so it holds this process's "
+               "share only, and this function has no accelerator to combine it with; pass "
+               "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
+               Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
+      }));
   return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule, RescaleRule,
-                              UnclearRead, UnclearPrint, UnclearRescale});
+                              UnclearRead, UnclearPrint, UnclearRescale, Stored,
+                              WithoutAccelerator});
 }
 
 } // namespace accel::rewrites

@@ -3,6 +3,7 @@
 #include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
 
@@ -153,6 +154,17 @@ void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   }
   for (const Stmt *Child : S->children()) {
     forEachStmt(Child, Visit);
+  }
+}
+
+void forEachStmtOutsideLoops(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
+  if (!S || isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) ||
+      isa<LambdaExpr>(S)) {
+    return;
+  }
+  Visit(S);
+  for (const Stmt *Child : S->children()) {
+    forEachStmtOutsideLoops(Child, Visit);
   }
 }
 

@@ -56,5 +56,9 @@ std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
 
 /// Calls Visit on S and every statement below it (lambda bodies included).
 void forEachStmt(const clang::Stmt *S, llvm::function_ref<void(const clang::Stmt *)> Visit);
+/// Calls Visit on S and every statement below it that runs once each time S does: loops
+/// (for, range-for, while, do) and lambdas are not entered.
+void forEachStmtOutsideLoops(const clang::Stmt *S,
+                             llvm::function_ref<void(const clang::Stmt *)> Visit);
 
 } // namespace accel::rewrites

@@ -424,7 +424,8 @@ void Accelerator::backward(const torch::Tensor &loss, const torch::Tensor &gradi
                            std::optional<bool> retain_graph, bool create_graph) {
   auto &rt = *runtime_;
   // Accumulating N steps sums N gradients: each contributes 1/N, as one step over N batches.
-  const int steps = rt.process.accumulation_steps();
+  // Outside accumulate() there is no cycle: the step is whole.
+  const int steps = rt.gradients.open_accumulate_guards > 0 ? rt.process.accumulation_steps() : 1;
   auto scaled = steps > 1 ? loss / steps : loss;
   if (rt.prepared.scaler) {
     scaled = rt.prepared.scaler->scale(scaled); // fp16: keep small gradients above underflow

@@ -13,6 +13,7 @@ Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
     : accelerator_(&accelerator) {
   auto &rt = accelerator.runtime();
   rt.setting_checks->accumulate_guard_opened();
+  ++rt.gradients.open_accumulate_guards;
   // A cycle ends every N steps and with the last batch of a prepared loader, so no gradient
   // is left unapplied at the end of an epoch.
   auto &gradients = rt.gradients;
@@ -39,9 +40,12 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
   if (accelerator_ == nullptr) {
     return;
   }
-  // Outside a guard every backward synchronises again.
+  // Outside a guard every backward synchronises again, and every step steps.
   auto &rt = accelerator_->runtime();
   rt.setting_checks->accumulate_guard_closed();
+  if (--rt.gradients.open_accumulate_guards == 0) {
+    rt.gradients.sync_gradients = true;
+  }
   for (auto &sync : rt.gradients.live_syncs()) {
     sync->set_enabled(true);
   }

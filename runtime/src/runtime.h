@@ -68,6 +68,10 @@ struct GradientState {
     return syncs;
   }
   StepPosition position;
+  /// accumulate() guards alive: outside every guard there is no accumulation cycle (a step
+  /// written out once, or a loop rewritten by hand without one), so backward does not scale
+  /// the loss and every step synchronises and steps.
+  int open_accumulate_guards = 0;
   bool sync_gradients = true;     ///< this training step communicates and steps
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step
   bool step_was_skipped = false;  ///< the latest step(optimizer) met an fp16 overflow

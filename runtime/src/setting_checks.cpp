@@ -77,9 +77,9 @@ std::string SettingChecks::bare_backward_warning() const {
 std::string SettingChecks::outside_accumulate_warning() const {
   return "accelerate: warning: accelerator.backward ran outside an accelerator.accumulate() "
          "guard, so " +
-         accumulation_setting() + " only divides the loss by " +
-         std::to_string(accumulation_steps_) +
-         ": every step synchronises gradients and the optimizer steps; hold "
+         accumulation_setting() +
+         " does not apply to it: every such step synchronises its gradients and the optimizer "
+         "steps on them alone; in a training loop, hold "
          "`auto guard = accelerator.accumulate(model);` in the training step, before the forward "
          "pass (accel-rewrite inserts it)";
 }

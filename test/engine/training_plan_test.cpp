@@ -116,7 +116,7 @@ void other() {
   EXPECT_FALSE(Declined("torch::data::make_data_loader(make_dataset(), 2);\n  for"));
 }
 
-TEST(TrainingPlan, DeclinesBatchesNoRuleShardsAndAStepOutsideLoops) {
+TEST(TrainingPlan, DeclinesBatchesNoRuleShardsAndPlansAStepOutsideLoops) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 #include <vector>
 void permutation_batches() {
@@ -134,6 +134,20 @@ void one_step() {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   model->forward(torch::ones({2, 4})).sum().backward();
   optimizer.step();
+}
+void step_in(Net &model, torch::optim::SGD &optimizer) {
+  model->forward(torch::ones({2, 4})).sum().backward();
+  optimizer.step();
+}
+void helper_step() {
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  step_in(model, optimizer);
+}
+void saliency() {
+  Net model;
+  auto input = torch::ones({2, 4}).requires_grad_();
+  model->forward(input).sum().backward();
 }
 // A std::vector of batches is shared by accelerator.prepare_batches: planned, not declined.
 void vector_batches() {
@@ -158,9 +172,23 @@ void vector_batches() {
                                       "cannot shard"),
             std::string::npos)
       << Permutation->Problem;
+  // A step written out where its optimizer is made: planned whole, on the batch as written.
   EXPECT_EQ(Step->Kind, LoopPlan::StraightLine);
-  EXPECT_NE(Step->Problem.find("a training step outside any loop in 'one_step'"), std::string::npos)
-      << Step->Problem;
+  EXPECT_TRUE(Step->sound()) << Step->Problem;
+  EXPECT_EQ(Step->Loader, nullptr);
+  ASSERT_EQ(Step->Optimizers.size(), 1u);
+  EXPECT_EQ(Step->Optimizers[0]->getName(), "optimizer");
+  // Elsewhere than where the optimizer is made, or with no step beside it: declined.
+  const LoopPlan *Helper = planIn(Plans, "step_in");
+  ASSERT_NE(Helper, nullptr);
+  EXPECT_NE(Helper->Problem.find("a training step outside any loop: 'step_in' is called once"),
+            std::string::npos)
+      << Helper->Problem;
+  const LoopPlan *Saliency = planIn(Plans, "saliency");
+  ASSERT_NE(Saliency, nullptr);
+  EXPECT_NE(Saliency->Problem.find("has no optimizer.step() outside a loop beside it"),
+            std::string::npos)
+      << Saliency->Problem;
   EXPECT_TRUE(Vector->sound()) << Vector->Problem;
   ASSERT_NE(Vector->Loader, nullptr);
   EXPECT_EQ(Vector->Loader->getName(), "batches");

@@ -212,6 +212,73 @@ void clipped_norms() {
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", norms / steps);
 }
 
+// A tensor that adds up the batches' losses (`epoch_loss += loss.detach()`), read through
+// item() or printed: combined where its value is taken. One scaled in place is warned about.
+void tensor_sums() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  torch::Tensor epoch_loss = torch::zeros({});
+  auto sample_sum = torch::tensor(0.0);
+  torch::Tensor scaled = torch::zeros({});
+  int batches = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    epoch_loss = torch::zeros({});
+    for (auto &b : *data) {
+      sgd.zero_grad();
+      auto loss = net(b.data).pow(2).mean();
+      loss.backward();
+      sgd.step();
+      epoch_loss += loss.detach();
+      sample_sum.add_(loss.detach() * b.data.size(0));
+      scaled += loss.detach();
+      ++batches;
+    }
+    std::printf("%.4f\n", epoch_loss.item<float>() / batches);
+    // CHECK-FIXES: {{^}}    accelerator.printf("%.4f\n", accelerator.reduce(epoch_loss, "mean").item<float>() / batches);
+    std::cout << sample_sum / 16 << '\n';
+    // CHECK-FIXES: {{^}}    accelerator.print() << accelerator.reduce(sample_sum, "sum") / 16 << '\n';
+  }
+  scaled /= batches;
+  std::printf("%.4f\n", scaled.item<float>());
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'scaled' is added up over this process's batches{{.*}} [accel-reduce]
+}
+
+// Batch values kept in an object or a container: not followed, so said (read later, they are
+// one process's share).
+struct AverageMeter {
+  double sum = 0;
+  int64_t count = 0;
+  void update(double value, int64_t n) {
+    sum += value * n;
+    count += n;
+  }
+};
+struct History {
+  double loss = 0;
+};
+void held_elsewhere() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  AverageMeter meter;
+  History history;
+  std::vector<float> losses;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    meter.update(loss.item<double>(), b.data.size(0));
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
+    losses.push_back(loss.item<float>());
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'losses'{{.*}} [accel-reduce]
+    history.loss += loss.item<double>();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'loss'{{.*}} [accel-reduce]
+  }
+  std::printf("%.4f %.4f %zu\n", meter.sum / meter.count, history.loss, losses.size());
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -266,5 +333,7 @@ int main() {
   in_place(4);
   last_batch();
   clipped_norms();
+  tensor_sums();
+  held_elsewhere();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }

@@ -100,16 +100,33 @@ void permutation_batches() {
   }
 }
 
-// One step outside any loop: backward alone would be rewritten next to a raw step.
+// One step outside any loop, where the optimizer is made: rewritten whole (prepare before it,
+// zero_grad, backward and step through the accelerator), on the batch as written.
 void straight_line() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
+  // CHECK-FIXES: {{^}}  accelerator.prepare(model, optimizer);
   optimizer.zero_grad();
+  // CHECK-FIXES: {{^}}  accelerator.zero_grad(optimizer);
   model->forward(torch::randn({8, 4})).sum().backward();
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): a training step outside any loop in 'straight_line' (accel-rewrite rewrites steps in a loop over a data loader, or in a helper called once per batch); rewrite it by hand with accelerator.backward(loss), accelerator.step(optimizer) and accelerator.zero_grad(optimizer), after accelerator.prepare [accel-training-loop]
-  // CHECK-FIXES: {{^}}  model->forward(torch::randn({8, 4})).sum().backward();
+  // CHECK-FIXES: {{^}}  accelerator.backward(model->forward(torch::randn({8, 4})).sum());
+  optimizer.step();
+  // CHECK-FIXES: {{^}}  accelerator.step(optimizer);
+}
+
+// A step outside any loop in a helper called once: declined (the helper's accumulation guard
+// would make it a part of a cycle).
+void one_step(Net &model, torch::optim::SGD &optimizer) {
+  model.forward(torch::randn({8, 4})).sum().backward();
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): a training step outside any loop: 'one_step' is called once, not once per batch (accel-rewrite rewrites a step outside a loop only in the function that creates its optimizer); rewrite it by hand with accelerator.backward(loss), accelerator.step(optimizer) and accelerator.zero_grad(optimizer), after accelerator.prepare [accel-training-loop]
+  // CHECK-FIXES: {{^}}  model.forward(torch::randn({8, 4})).sum().backward();
   optimizer.step();
   // CHECK-FIXES: {{^}}  optimizer.step();
+}
+void demonstrate() {
+  Net model;
+  torch::optim::SGD optimizer(model.parameters(), 0.1);
+  one_step(model, optimizer);
 }
 
 // Model and optimizer as members of a trainer class: the method gets the accelerator and

@@ -159,6 +159,45 @@ TEST(Accumulation, TheLastBatchOfALoaderAlwaysSyncs) {
   EXPECT_EQ(syncs, (std::vector<bool>{false, false, false, true, true}));
 }
 
+// A step written out once, outside accumulate() (accel-rewrite's straight-line step), is a
+// whole step under any accumulation setting: the loss is not divided and the optimizer steps,
+// also right after a guard closed in the middle of a cycle.
+TEST(Accumulation, AStepOutsideAGuardIsWhole) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = 3;
+  accelerate::Accelerator accelerator(options);
+  torch::manual_seed(7);
+  Net model, plain;
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    plain->parameters()[i].copy_(model->parameters()[i]);
+  }
+  plain->offset.copy_(model->offset);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  torch::optim::SGD plain_optimizer(plain->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  {
+    auto guard = accelerator.accumulate(model); // the first step of a cycle: no sync
+    EXPECT_FALSE(accelerator.sync_gradients());
+  }
+  EXPECT_TRUE(accelerator.sync_gradients());
+  const auto input = torch::linspace(-1, 1, 16).reshape({2, 8});
+  {
+    torch::AutoGradMode grad(true);
+    accelerator.zero_grad(optimizer);
+    accelerator.backward(model->forward(input).pow(2).sum());
+    EXPECT_TRUE(accelerator.step(optimizer));
+    plain_optimizer.zero_grad();
+    plain->forward(input).pow(2).sum().backward();
+    plain_optimizer.step();
+  }
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    EXPECT_TRUE(torch::allclose(model->parameters()[i], plain->parameters()[i], 1e-6, 1e-7))
+        << "parameter " << i << " differs by "
+        << (model->parameters()[i] - plain->parameters()[i]).abs().max().item<double>();
+  }
+}
+
 TEST(Accumulation, SettingsFromTheEnvironmentAndBadValues) {
   setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "3", 1);
   EXPECT_EQ(accelerate::Accelerator().gradient_accumulation_steps(), 3);
