@@ -2,15 +2,14 @@
 #include "analysis/AcceleratorParameter.h"
 
 #include "analysis/AnalysisContext.h"
-
 #include "analysis/SetupFunction.h"
+#include "analysis/Statistics.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/ASTMatchers/ASTMatchFinder.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -25,112 +24,7 @@ using namespace clang::ast_matchers;
 namespace accel::rewrites {
 namespace {
 
-/// One declaration stands for a function and all its redeclarations and instantiations.
-const FunctionDecl *canonical(const FunctionDecl *Function) {
-  if (!Function) {
-    return nullptr;
-  }
-  if (const FunctionDecl *Pattern = Function->getTemplateInstantiationPattern()) {
-    Function = Pattern;
-  }
-  return Function->getCanonicalDecl();
-}
-
-/// The function a call names, also when it is a dependent call in a template whose only
-/// candidate is one function (template).
-const FunctionDecl *calledFunction(const CallExpr *Call) {
-  if (isa<CXXOperatorCallExpr>(Call)) {
-    return nullptr; // operators and lambda calls: never given a parameter
-  }
-  if (const FunctionDecl *Direct = Call->getDirectCallee()) {
-    return canonical(Direct);
-  }
-  const auto *Overloads = dyn_cast<OverloadExpr>(Call->getCallee()->IgnoreParenImpCasts());
-  if (!Overloads) {
-    return nullptr;
-  }
-  const FunctionDecl *Found = nullptr;
-  for (const NamedDecl *Candidate : Overloads->decls()) {
-    const NamedDecl *Underlying = Candidate->getUnderlyingDecl();
-    const FunctionDecl *Function = dyn_cast<FunctionDecl>(Underlying);
-    if (const auto *Template = dyn_cast<FunctionTemplateDecl>(Underlying)) {
-      Function = Template->getTemplatedDecl();
-    }
-    if (!Function || (Found && canonical(Function) != Found)) {
-      return nullptr;
-    }
-    Found = canonical(Function);
-  }
-  return Found;
-}
-
-struct CallSite {
-  const FunctionDecl *Caller; // the function whose body holds the call (a lambda's operator)
-  const CallExpr *Call;
-};
-
-/// Calls, non-call references and per-function facts of the main file's code (template
-/// patterns, not instantiations).
-class MainFileFunctions : public RecursiveASTVisitor<MainFileFunctions> {
-public:
-  explicit MainFileFunctions(const SourceManager &SM) : SM(SM) {}
-
-  bool shouldVisitTemplateInstantiations() const { return false; }
-  bool shouldVisitImplicitCode() const { return false; }
-
-  bool TraverseDecl(Decl *D) {
-    if (!D) {
-      return true;
-    }
-    if (!isa<TranslationUnitDecl>(D) && !SM.isInMainFile(SM.getExpansionLoc(D->getLocation()))) {
-      return true; // headers: their functions are not ours to change
-    }
-    const auto *Function = dyn_cast<FunctionDecl>(D);
-    if (Function && Function->doesThisDeclarationHaveABody()) {
-      Definitions.push_back(Function);
-      Current.push_back(Function);
-      bool Result = RecursiveASTVisitor::TraverseDecl(D);
-      Current.pop_back();
-      return Result;
-    }
-    return RecursiveASTVisitor::TraverseDecl(D);
-  }
-
-  bool TraverseLambdaExpr(LambdaExpr *Lambda, DataRecursionQueue * = nullptr) {
-    Current.push_back(Lambda->getCallOperator());
-    bool Result = RecursiveASTVisitor::TraverseLambdaExpr(Lambda);
-    Current.pop_back();
-    return Result;
-  }
-
-  bool VisitCallExpr(CallExpr *Call) {
-    if (Current.empty()) {
-      return true;
-    }
-    if (const FunctionDecl *Callee = calledFunction(Call)) {
-      Calls[Callee].push_back({Current.back(), Call});
-      CalleeNames.insert(Call->getCallee()->IgnoreParenImpCasts());
-    }
-    return true;
-  }
-
-  bool VisitDeclRefExpr(DeclRefExpr *Ref) {
-    const auto *Function = dyn_cast<FunctionDecl>(Ref->getDecl());
-    if (Function && !CalleeNames.count(Ref)) {
-      AddressTaken.try_emplace(canonical(Function), Ref->getLocation());
-    }
-    return true;
-  }
-
-  const SourceManager &SM;
-  llvm::SmallVector<const FunctionDecl *, 16> Definitions;
-  llvm::DenseMap<const FunctionDecl *, llvm::SmallVector<CallSite, 2>> Calls;
-  llvm::DenseMap<const FunctionDecl *, SourceLocation> AddressTaken;
-
-private:
-  llvm::SmallVector<const FunctionDecl *, 4> Current;
-  llvm::SmallPtrSet<const Expr *, 16> CalleeNames;
-};
+const FunctionDecl *canonical(const FunctionDecl *Function) { return canonicalFunction(Function); }
 
 bool isLambdaOperator(const FunctionDecl *Function) {
   const auto *Method = dyn_cast<CXXMethodDecl>(Function);
@@ -148,8 +42,7 @@ bool declaresAnyAccelerator(const FunctionDecl *Function, ASTContext &Ctx) {
 std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTContext &Ctx) {
   auto Result = std::make_unique<AcceleratorParameterAnalysis>();
   const SourceManager &SM = Ctx.getSourceManager();
-  MainFileFunctions Functions(SM);
-  Functions.TraverseDecl(Ctx.getTranslationUnitDecl());
+  const CallGraph &Functions = AnalysisContext::of(Ctx).callGraph();
 
   // A caller that has an accelerator of its own (or gets one from accel-accelerator as the
   // setup function), before any parameter is added.
@@ -189,12 +82,13 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
     }
     for (const Stmt *Code : Bodies) {
       Trains[Function] = Trains[Function] || containsBackward(Code);
-      Needed[Function] = Needed[Function] || Trains[Function] || writesOutput(Code);
+      Needed[Function] =
+          Needed[Function] || Trains[Function] || writesOutput(Code) || readsStatistic(Code, Ctx);
     }
   }
   for (bool Changed = true; Changed;) {
     Changed = false;
-    for (const auto &[Callee, Sites] : Functions.Calls) {
+    for (const auto &[Callee, Sites] : Functions.Sites) {
       if (!Needed.lookup(Callee)) {
         continue;
       }
@@ -236,7 +130,7 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
                 ", which accel-rewrite does not edit");
       }
     }
-    if (!Functions.Calls.count(Function)) {
+    if (!Functions.Sites.count(Function)) {
       // Called from another file, if at all: left alone; its backward calls get their own
       // warnings.
       Plan.Receives = false;
@@ -269,7 +163,7 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
       if (!Plan.Receives) {
         continue;
       }
-      for (const CallSite &Site : Functions.Calls[Function]) {
+      for (const CallSite &Site : Functions.sitesOf(Function)) {
         if (!CallerHasAccelerator(Site.Caller)) {
           Plan.Receives = false;
           Plan.Problem = "it is called from " + functionLabel(Site.Caller) +
@@ -280,15 +174,9 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
       }
     }
   }
-  for (const auto &[Function, Sites] : Functions.Calls) {
-    for (const CallSite &Site : Sites) {
-      Result->Calls[Function].push_back(Site.Call);
-      Result->CallerOf[Site.Call] = Site.Caller;
-    }
-  }
   for (const auto &[Function, Plan] : Result->Plans) {
     if (Plan.Receives) {
-      for (const CallSite &Site : Functions.Calls[Function]) {
+      for (const CallSite &Site : Functions.sitesOf(Function)) {
         Result->PassingCalls[Site.Call] = Function;
       }
     }
@@ -314,28 +202,6 @@ const FunctionDecl *callPassingAccelerator(const CallExpr *Call, ASTContext &Ctx
   return Found == Result.PassingCalls.end() ? nullptr : Found->second;
 }
 
-llvm::ArrayRef<const CallExpr *> callsInMainFile(const FunctionDecl *Function, ASTContext &Ctx) {
-  const AcceleratorParameterAnalysis &Result = AnalysisContext::of(Ctx).acceleratorParameters();
-  auto Found = Result.Calls.find(canonical(Function));
-  if (Found == Result.Calls.end()) {
-    return {};
-  }
-  return Found->second;
-}
-
-const FunctionDecl *callerOf(const CallExpr *Call, ASTContext &Ctx) {
-  const AcceleratorParameterAnalysis &Result = AnalysisContext::of(Ctx).acceleratorParameters();
-  return Result.CallerOf.lookup(Call);
-}
-
-llvm::SmallVector<const FunctionDecl *, 8> calledFunctions(ASTContext &Ctx) {
-  llvm::SmallVector<const FunctionDecl *, 8> Functions;
-  for (const auto &[Function, Calls] : AnalysisContext::of(Ctx).acceleratorParameters().Calls) {
-    Functions.push_back(Function);
-  }
-  return Functions;
-}
-
 bool isStdoutPrint(const Stmt *S) {
   if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(S)) {
     return qualifiedName(Ref->getDecl()) == "std::cout";
@@ -344,6 +210,16 @@ bool isStdoutPrint(const Stmt *S) {
   const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
   return Callee && Callee->isExternC() && Callee->getDeclName().isIdentifier() &&
          Callee->getName() == "printf";
+}
+
+bool readsStatistic(const Stmt *S, ASTContext &Ctx) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    std::string Op;
+    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+    Found = Found || (Ref && readsRunningStatistic(Ref, Ctx, Op));
+  });
+  return Found;
 }
 
 bool writesOutput(const Stmt *S) {

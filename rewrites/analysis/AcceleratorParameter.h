@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "analysis/CallGraph.h"
 #include "analysis/TrainingLoops.h"
 #include "analysis/TrainingPlan.h"
 
@@ -44,9 +45,6 @@ struct AcceleratorParameterPlan {
 struct AcceleratorParameterAnalysis {
   llvm::DenseMap<const clang::FunctionDecl *, AcceleratorParameterPlan> Plans;
   llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> PassingCalls;
-  llvm::DenseMap<const clang::FunctionDecl *, llvm::SmallVector<const clang::CallExpr *, 2>> Calls;
-  /// The function whose body holds each of those calls (a lambda's call operator).
-  llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> CallerOf;
 };
 std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(clang::ASTContext &Ctx);
 
@@ -61,22 +59,15 @@ bool receivesAcceleratorParameter(const clang::FunctionDecl *Function, clang::AS
 const clang::FunctionDecl *callPassingAccelerator(const clang::CallExpr *Call,
                                                   clang::ASTContext &Ctx);
 
-/// The calls in the main file's code (template patterns, not instantiations) of a function
-/// (any declaration or instantiation of it). Operator calls are not listed.
-llvm::ArrayRef<const clang::CallExpr *> callsInMainFile(const clang::FunctionDecl *Function,
-                                                        clang::ASTContext &Ctx);
-
-/// The function whose body holds a call listed by callsInMainFile (a lambda's call operator
-/// for a lambda), or null.
-const clang::FunctionDecl *callerOf(const clang::CallExpr *Call, clang::ASTContext &Ctx);
-/// Every function of the main file that callsInMainFile lists calls of.
-llvm::SmallVector<const clang::FunctionDecl *, 8> calledFunctions(clang::ASTContext &Ctx);
-
 /// std::cout, or a call of printf: what accel-print makes print once.
 bool isStdoutPrint(const clang::Stmt *S);
 /// Whether S or a statement below it writes what every process would write again (a print
 /// to standard output, torch::save): functions that do get the accelerator.
 bool writesOutput(const clang::Stmt *S);
+/// Whether S or a statement below it reads a running statistic of a sharded loop that
+/// accel-reduce combines (an evaluation helper given the sharded training loader): functions
+/// that do get the accelerator to combine it.
+bool readsStatistic(const clang::Stmt *S, clang::ASTContext &Ctx);
 
 AST_MATCHER(clang::FunctionDecl, receivesAccelerator) {
   return receivesAcceleratorParameter(&Node, Finder->getASTContext());

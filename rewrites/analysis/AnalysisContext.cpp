@@ -57,6 +57,11 @@ const Result &once(std::unique_ptr<Result> &Slot, bool &Computing, const char *W
 }
 } // namespace
 
+const CallGraph &AnalysisContext::callGraph() {
+  return once(Calls, ComputingCalls, "the call-graph analyses",
+              [&] { return analyzeCallGraph(Ctx); });
+}
+
 const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
   return once(Parameters, ComputingParameters, "the accelerator-parameter analyses",
               [&] { return analyzeAcceleratorParameters(Ctx); });

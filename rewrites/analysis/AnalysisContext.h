@@ -22,6 +22,7 @@
 namespace accel::rewrites {
 
 struct AcceleratorParameterAnalysis;
+struct CallGraph;
 struct EntryHosting;
 struct TrainingPlans;
 
@@ -73,6 +74,8 @@ public:
   clang::ASTContext &astContext() const { return Ctx; }
 
   /// Which helpers get the accelerator parameter (analysis/AcceleratorParameter.h).
+  /// Who calls what in the main file (analysis/CallGraph.h).
+  const CallGraph &callGraph();
   const AcceleratorParameterAnalysis &acceleratorParameters();
   /// Whether main declares the Accelerator for the setup functions it calls
   /// (analysis/EntryFunction.h).
@@ -87,13 +90,15 @@ public:
 private:
   clang::ASTContext &Ctx;
   const clang::TranslationUnitDecl *Unit;
+  std::unique_ptr<CallGraph> Calls;
   std::unique_ptr<AcceleratorParameterAnalysis> Parameters;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<SetupInfo>> Setups;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<MemberTraining>> Members;
   std::unique_ptr<TrainingPlans> Plans;
   std::unique_ptr<EntryHosting> Entry;
   /// Set while an analysis is being computed: one that needs itself is a bug.
-  bool ComputingParameters = false, ComputingPlans = false, ComputingEntry = false;
+  bool ComputingCalls = false, ComputingParameters = false, ComputingPlans = false,
+       ComputingEntry = false;
 };
 
 } // namespace accel::rewrites

@@ -13,6 +13,8 @@ using namespace clang;
 namespace accel::rewrites {
 namespace {
 
+/// How many local variables deep a value is followed (through their initializers or
+/// assignments); the expressions themselves are walked whole.
 constexpr int MaxDepth = 6;
 
 bool isTensorType(QualType Type) {
@@ -174,9 +176,7 @@ BatchValue arithmetic(BinaryOperatorKind Op, BatchValue A, BatchValue B) {
 BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Method, ASTContext &Ctx,
                             int Depth) {
   auto Args = writtenArgs(Call);
-  auto Object = [&] {
-    return classifyBatchValue(Call->getImplicitObjectArgument(), Ctx, Depth + 1);
-  };
+  auto Object = [&] { return classifyBatchValue(Call->getImplicitObjectArgument(), Ctx, Depth); };
   if (Method == "item" || Method == "to" || Method == "cpu" || Method == "cuda" ||
       Method == "detach" || Method == "clone" || Method == "contiguous" || Method == "toType" ||
       Method == "type" || Method == "float" || Method == "double" || Method == "squeeze") {
@@ -246,19 +246,19 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   }
   E = E->IgnoreParenImpCasts();
   if (const auto *Cast = dyn_cast<ExplicitCastExpr>(E)) {
-    return classifyBatchValue(Cast->getSubExpr(), Ctx, Depth + 1);
+    return classifyBatchValue(Cast->getSubExpr(), Ctx, Depth);
   }
   if (const auto *Temporary = dyn_cast<MaterializeTemporaryExpr>(E)) {
-    return classifyBatchValue(Temporary->getSubExpr(), Ctx, Depth + 1);
+    return classifyBatchValue(Temporary->getSubExpr(), Ctx, Depth);
   }
   if (const auto *Bind = dyn_cast<CXXBindTemporaryExpr>(E)) {
-    return classifyBatchValue(Bind->getSubExpr(), Ctx, Depth + 1);
+    return classifyBatchValue(Bind->getSubExpr(), Ctx, Depth);
   }
   if (const auto *Construct = dyn_cast<CXXConstructExpr>(E);
       Construct && Construct->getNumArgs() == 1 &&
       (isTensorType(E->getType()) || isScalarType(E->getType()))) {
     // A copy, or a number made a c10::Scalar (`loss * batch.data.size(0)` on a tensor).
-    return classifyBatchValue(Construct->getArg(0), Ctx, Depth + 1);
+    return classifyBatchValue(Construct->getArg(0), Ctx, Depth);
   }
   if (!E->isValueDependent() && !E->isTypeDependent() && E->isEvaluatable(Ctx)) {
     return BatchValue::Constant;
@@ -272,16 +272,15 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   }
   if (const auto *Unary = dyn_cast<UnaryOperator>(E);
       Unary && (Unary->getOpcode() == UO_Minus || Unary->getOpcode() == UO_Plus)) {
-    return classifyBatchValue(Unary->getSubExpr(), Ctx, Depth + 1);
+    return classifyBatchValue(Unary->getSubExpr(), Ctx, Depth);
   }
   if (const auto *Binary = dyn_cast<BinaryOperator>(E)) {
-    return arithmetic(Binary->getOpcode(), classifyBatchValue(Binary->getLHS(), Ctx, Depth + 1),
-                      classifyBatchValue(Binary->getRHS(), Ctx, Depth + 1));
+    return arithmetic(Binary->getOpcode(), classifyBatchValue(Binary->getLHS(), Ctx, Depth),
+                      classifyBatchValue(Binary->getRHS(), Ctx, Depth));
   }
   if (const auto *Choice = dyn_cast<ConditionalOperator>(E)) {
-    BatchValue A = classifyBatchValue(Choice->getTrueExpr(), Ctx, Depth + 1);
-    return A == classifyBatchValue(Choice->getFalseExpr(), Ctx, Depth + 1) ? A
-                                                                           : BatchValue::Unknown;
+    BatchValue A = classifyBatchValue(Choice->getTrueExpr(), Ctx, Depth);
+    return A == classifyBatchValue(Choice->getFalseExpr(), Ctx, Depth) ? A : BatchValue::Unknown;
   }
   if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(E)) {
     OverloadedOperatorKind Kind = Operator->getOperator();
@@ -301,8 +300,8 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
                               : Kind == OO_Minus ? BO_Sub
                                                  : BO_Comma;
       if (Op != BO_Comma) {
-        return arithmetic(Op, classifyBatchValue(Operator->getArg(0), Ctx, Depth + 1),
-                          classifyBatchValue(Operator->getArg(1), Ctx, Depth + 1));
+        return arithmetic(Op, classifyBatchValue(Operator->getArg(0), Ctx, Depth),
+                          classifyBatchValue(Operator->getArg(1), Ctx, Depth));
       }
     }
   }

@@ -3,48 +3,39 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/CallGraph.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
-#include "clang/AST/RecursiveASTVisitor.h"
-#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace clang;
 
 namespace accel::rewrites {
 namespace {
 
-/// Who calls whom among the main file's functions (canonical declarations).
-class CallGraph : public RecursiveASTVisitor<CallGraph> {
-public:
-  explicit CallGraph(const SourceManager &SM) : SM(SM) {}
-
-  bool TraverseFunctionDecl(FunctionDecl *Function) {
-    if (!Function->doesThisDeclarationHaveABody() ||
-        !SM.isWrittenInMainFile(SM.getExpansionLoc(Function->getLocation()))) {
-      return true;
+/// The functions that call Function (canonical declarations; a call in a lambda counts for the
+/// function the lambda is in).
+llvm::SmallPtrSet<const FunctionDecl *, 2> callersOf(const FunctionDecl *Function,
+                                                     ASTContext &Ctx) {
+  llvm::SmallPtrSet<const FunctionDecl *, 2> Callers;
+  for (const CallSite &Site :
+       AnalysisContext::of(Ctx).callGraph().sitesOf(canonicalFunction(Function))) {
+    const FunctionDecl *Caller = Site.Caller;
+    while (const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Caller)) {
+      if (!Method->getParent()->isLambda()) {
+        break;
+      }
+      Caller = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext());
     }
-    const FunctionDecl *Outer = Current;
-    Current = Function->getCanonicalDecl();
-    RecursiveASTVisitor::TraverseFunctionDecl(Function);
-    Current = Outer;
-    return true;
-  }
-  bool TraverseCXXMethodDecl(CXXMethodDecl *Method) {
-    return TraverseFunctionDecl(Method); // a member function's calls are calls too
-  }
-  bool VisitCallExpr(CallExpr *Call) {
-    if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Current) {
-      Callers[Callee->getCanonicalDecl()].insert(Current);
+    if (Caller) {
+      Callers.insert(canonicalFunction(Caller));
     }
-    return true;
   }
-
-  const SourceManager &SM;
-  const FunctionDecl *Current = nullptr;
-  llvm::DenseMap<const FunctionDecl *, llvm::SmallPtrSet<const FunctionDecl *, 2>> Callers;
-};
+  return Callers;
+}
 
 bool hasAccelerator(const FunctionDecl *Function) {
   for (const ParmVarDecl *Param : Function->parameters()) {
@@ -58,20 +49,6 @@ bool hasAccelerator(const FunctionDecl *Function) {
       for (const Decl *D : Decls->decls()) {
         const auto *Var = dyn_cast<VarDecl>(D);
         Found = Found || (Var && isAcceleratorType(Var->getType().getNonReferenceType()));
-      }
-    }
-  });
-  return Found;
-}
-
-/// It creates an optimizer: it sets up training (SetupFunction.h's setupFunction()).
-bool createsOptimizer(const FunctionDecl *Function) {
-  bool Found = false;
-  forEachStmt(Function->getBody(), [&](const Stmt *S) {
-    if (const auto *Decls = dyn_cast<DeclStmt>(S)) {
-      for (const Decl *D : Decls->decls()) {
-        const auto *Var = dyn_cast<VarDecl>(D);
-        Found = Found || (Var && isOptimizerType(Var->getType()));
       }
     }
   });
@@ -95,8 +72,6 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
   if (!Main || hasAccelerator(Main) || createsOptimizer(Main)) {
     return Result;
   }
-  CallGraph Graph(SM);
-  Graph.TraverseDecl(Ctx.getTranslationUnitDecl());
   llvm::SmallPtrSet<const FunctionDecl *, 4> Setups;
   bool TrainsMembers = false;
   forEachStmt(Main->getBody(), [&](const Stmt *S) {
@@ -107,7 +82,7 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
     // also prepares the loader main hands it: its own Accelerator could reach neither.
     if (Definition && isa<CXXMethodDecl>(Definition)) {
       const MemberTraining &Members = AnalysisContext::of(Ctx).memberTraining(Definition);
-      const auto &Callers = Graph.Callers[Callee->getCanonicalDecl()];
+      const auto Callers = callersOf(Callee, Ctx);
       if (Members.sound() && Callers.size() == 1 && *Callers.begin() == Main->getCanonicalDecl()) {
         Setups.insert(Members.Method->getCanonicalDecl());
         TrainsMembers = true;
@@ -126,7 +101,7 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
         return; // a header declares it: its signature cannot change here
       }
     }
-    const auto &Callers = Graph.Callers[Definition->getCanonicalDecl()];
+    const auto Callers = callersOf(Definition, Ctx);
     if (Callers.size() == 1 && *Callers.begin() == Main->getCanonicalDecl()) {
       Setups.insert(Definition->getCanonicalDecl());
     }

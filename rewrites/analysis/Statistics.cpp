@@ -41,6 +41,17 @@ bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
   return false;
 }
 
+/// Inside a loop over a loader parameter that is sharded in one call and whole in another.
+bool insideLoopOfMixedLoaders(const Stmt *S, ASTContext &Ctx) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    if (const auto *Loop = Ancestor.get<CXXForRangeStmt>();
+        Loop && receivesUnshardedLoaderToo(iteratedVar(Loop), Ctx)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// A call of a tensor method, declared on at::Tensor or its base at::TensorBase.
 bool isTensorMethodCall(const Stmt *S, llvm::StringRef Method) {
   return isMethodCall(S, "at::Tensor", Method) || isMethodCall(S, "at::TensorBase", Method);
@@ -421,6 +432,15 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     return Result;
   }
   if (!Updated) {
+    return Result;
+  }
+  if (llvm::any_of(Writes, [&](const Write &W) {
+        return W.Kind == Write::Add && Sees(W) && insideLoopOfMixedLoaders(W.At, Ctx);
+      })) {
+    Result.Unclear = true;
+    Result.Why = "the function is called with a sharded loader and with one every process "
+                 "sees whole, so this sums a share in one call and the whole in the other; "
+                 "combine it in the caller that passes the sharded loader";
     return Result;
   }
   if (Outside || Unclear || (Sums && Means)) {

@@ -159,6 +159,22 @@ bool isShardedLoader(const VarDecl *Var, ASTContext &Ctx, int Depth) {
   return Init && isMethodCall(Init, "accelerate::Accelerator", "prepare_data_loader");
 }
 
+bool receivesUnshardedLoaderToo(const VarDecl *Var, ASTContext &Ctx) {
+  const auto *Param = dyn_cast_or_null<ParmVarDecl>(Var);
+  const auto *Function = Param ? dyn_cast<FunctionDecl>(Param->getDeclContext()) : nullptr;
+  if (!Function) {
+    return false;
+  }
+  unsigned Index = Param->getFunctionScopeIndex();
+  bool Sharded = false, Whole = false;
+  for (const CallExpr *Call : callsInMainFile(Function, Ctx)) {
+    if (Index < Call->getNumArgs()) {
+      (isShardedLoader(namedVar(Call->getArg(Index)), Ctx) ? Sharded : Whole) = true;
+    }
+  }
+  return Sharded && Whole;
+}
+
 namespace {
 
 /// A batch a program can make itself that prepare_batches can share and move: a tensor, an
@@ -286,9 +302,6 @@ bool isTrainingStepLoop(const Stmt *Loop, ASTContext &Ctx) {
   return Found;
 }
 
-namespace {
-/// Whether the function makes an optimizer of its own (a local holding one by value): it sets
-/// training up, so a step outside its loops is its straight-line step, not a helper's.
 bool createsOptimizer(const FunctionDecl *Function) {
   bool Found = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
@@ -298,13 +311,11 @@ bool createsOptimizer(const FunctionDecl *Function) {
     }
     for (const Decl *D : Declaration->decls()) {
       const auto *Var = dyn_cast<VarDecl>(D);
-      Found = Found || (Var && !Var->getType()->isReferenceType() &&
-                        !Var->getType()->isPointerType() && isOptimizerType(Var->getType()));
+      Found = Found || (Var && isOptimizerType(Var->getType()));
     }
   });
   return Found;
 }
-} // namespace
 
 bool isTrainingStepFunction(const FunctionDecl *Function) {
   if (Function->hasBody() && createsOptimizer(Function->getDefinition())) {

@@ -41,6 +41,10 @@ std::string shardingProblem(const clang::VarDecl *Loader);
 /// that accel-data-loader shards, one made by accelerator.prepare_data_loader, or a parameter
 /// that a call in this file passes such a loader to.
 bool isShardedLoader(const clang::VarDecl *Var, clang::ASTContext &Ctx, int Depth = 0);
+/// A loader parameter that one call passes a sharded loader and another a loader every
+/// process sees whole (an evaluation helper given the training and the test loader): what it
+/// adds up is a share in one call and the whole in the other.
+bool receivesUnshardedLoaderToo(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 /// A training-step range-for over batches the program made itself: a std::vector (by name)
 /// of tensors, Examples, pairs or tuples of tensors, or vectors of tensors, that
 /// accel-data-loader shards with accelerator.prepare_batches; or one already iterating
@@ -59,6 +63,9 @@ const clang::Stmt *innermostLoop(const clang::DynTypedNode &Node, clang::ASTCont
 /// A loop that runs one training step per iteration: a backward call has it as its innermost
 /// loop.
 bool isTrainingStepLoop(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+/// Whether a function makes an optimizer of its own (a local holding one by value): it sets
+/// training up.
+bool createsOptimizer(const clang::FunctionDecl *Function);
 /// A function that is one training step: it calls backward outside any loop (in a template,
 /// in an instantiation), e.g. `train_step(model, optimizer, batch)` called once per batch, and
 /// makes no optimizer of its own (a function that does has a straight-line step instead).

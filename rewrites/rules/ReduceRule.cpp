@@ -215,6 +215,12 @@ Rule makeReduceRule() {
       noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         std::string Name = Ref->getDecl()->getNameAsString();
+        StatisticRead Read;
+        isStatisticRead(Ref, *Match.Context, Read);
+        if (!Read.Why.empty()) {
+          return "'" + Name + "' is added up over this process's batches, but " + Read.Why +
+                 "; it is left as this process's share";
+        }
         return "'" + Name +
                "' is added up over a sharded loader's batches, so it holds this process's "
                "share only, and this function has no accelerator to combine it with; pass "

@@ -242,6 +242,8 @@ const Program kPrinting[] = {
     {"course_classifier", true, false},  {"clip_rmsprop", true, false},
     {"encoder_head", true, false},       {"so_vector_eval", true, false},
     {"split_batches_book", true, false}, {"trainer_class", true, true},
+    {"warmup_step_blog", true, false},   {"two_steps_tabs", true, false},
+    {"kfold_learner", true, true},       {"distill_try_tabs", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

@@ -279,6 +279,44 @@ void held_elsewhere() {
   std::printf("%.4f %.4f %zu\n", meter.sum / meter.count, history.loss, losses.size());
 }
 
+// An evaluation helper given the sharded training loader gets the accelerator and combines
+// its counts; one given both the training loader and a loader every process sees whole is
+// left alone with a warning.
+template <typename Loader> double train_accuracy(torch::nn::Linear &net, Loader &loader) {
+  // CHECK-FIXES: {{^}}template <typename Loader> double train_accuracy(accelerate::Accelerator &accelerator, torch::nn::Linear &net, Loader &loader) {
+  int64_t correct = 0, total = 0;
+  for (auto &b : loader) {
+    torch::Tensor hits = net(b.data).argmax(1).eq(0);
+    correct += hits.sum().item<int64_t>();
+    total += hits.size(0);
+  }
+  return static_cast<double>(correct) / total;
+  // CHECK-FIXES: {{^}}  return static_cast<double>(accelerator.reduce(correct, "sum")) / accelerator.reduce(total, "sum");
+}
+template <typename Loader> double any_accuracy(torch::nn::Linear &net, Loader &loader) {
+  int64_t correct = 0;
+  for (auto &b : loader) {
+    torch::Tensor hits = net(b.data).argmax(1).eq(0);
+    correct += hits.sum().item<int64_t>();
+  }
+  return static_cast<double>(correct);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'correct' is added up over this process's batches, but the function is called with a sharded loader and with one every process sees whole{{.*}} [accel-reduce]
+}
+void evaluated() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  auto test = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    net(b.data).pow(2).mean().backward();
+    sgd.step();
+  }
+  double seen = train_accuracy(net, *data);
+  // CHECK-FIXES: {{^}}  double seen = train_accuracy(accelerator, net, *data);
+  std::printf("%.4f %.4f %.4f\n", seen, any_accuracy(net, *data), any_accuracy(net, *test));
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -335,5 +373,6 @@ int main() {
   clipped_norms();
   tensor_sums();
   held_elsewhere();
+  evaluated();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }
