@@ -41,6 +41,52 @@ bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
   return false;
 }
 
+/// Declared in the sharded loop's body: it lives for one batch (a loop counter, a per-batch
+/// value), not across the loop.
+bool declaredInsideShardedLoop(const VarDecl *Var, ASTContext &Ctx) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Var), Ctx)) {
+    if (const auto *Loop = Ancestor.get<CXXForRangeStmt>();
+        Loop && iteratesShardedLoader(Loop, Ctx)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Whether Ref is inside the value assigned to its own variable in the sharded loop (`ema` on
+/// the right of `ema = 0.9 * ema + ...`): part of an update, not a read of the result. (After
+/// the loop, `x = x / n` is where x is combined.)
+bool insideOwnUpdate(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
+    const auto *Assign = Ancestor.get<BinaryOperator>();
+    const auto *Target = Assign && Assign->isAssignmentOp()
+                             ? dyn_cast<DeclRefExpr>(Assign->getLHS()->IgnoreParenImpCasts())
+                             : nullptr;
+    if (Target && Target->getDecl() == Ref->getDecl()) {
+      return insideShardedLoop(Assign, Ctx);
+    }
+  }
+  return false;
+}
+
+/// Inside a loop that is itself inside the sharded loop (a loop over the batch's samples).
+bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
+  bool InnerLoop = false;
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    const auto *Loop = Ancestor.get<Stmt>();
+    if (!Loop || !(isa<ForStmt>(Loop) || isa<CXXForRangeStmt>(Loop) || isa<WhileStmt>(Loop) ||
+                   isa<DoStmt>(Loop))) {
+      continue;
+    }
+    if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop);
+        Range && iteratesShardedLoader(Range, Ctx)) {
+      return InnerLoop;
+    }
+    InnerLoop = true;
+  }
+  return false;
+}
+
 /// Inside a loop over a loader parameter that is sharded in one call and whole in another.
 bool insideLoopOfMixedLoaders(const Stmt *S, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
@@ -110,7 +156,9 @@ struct Write {
   /// read after the loop it is the last batch's, combined like that value.
   enum KindType { Reset, Add, Rescale, Last, Other } Kind;
   const Stmt *At;
-  const Expr *Increment; ///< for Add: what is added (null for ++); for Last: what is assigned
+  /// For Add: what is added (null for ++); for Last and an assignment of Other: what is
+  /// assigned.
+  const Expr *Increment;
 };
 
 bool mentions(const Stmt *S, const VarDecl *Var) {
@@ -193,7 +241,8 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
                  (Value == BatchValue::Mean || Value == BatchValue::Sum)) {
         Kind = Write::Last;
       }
-      Writes.push_back({Kind, S, Kind == Write::Last ? Assign->getRHS() : nullptr});
+      Writes.push_back(
+          {Kind, S, Kind == Write::Last || Kind == Write::Other ? Assign->getRHS() : nullptr});
     }
   });
   return Writes;
@@ -338,11 +387,25 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   const SourceManager &SM = Ctx.getSourceManager();
   std::vector<Write> Writes = writesOf(Var, Function, Ctx);
   if (llvm::any_of(Writes, [](const Write &W) { return W.Kind == Write::Other; })) {
-    // Multiplied, subtracted or assigned a computed value: not a running sum. A tensor that
-    // also adds up batch values in the sharded loop is one, changed in a way not followed.
-    Result.Unclear = Tensor && llvm::any_of(Writes, [&](const Write &W) {
-                       return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
-                     });
+    // Multiplied, subtracted or assigned a computed value: not a running sum. But one computed
+    // in the sharded loop from this process's batches (`ema = 0.9 * ema + 0.1 *
+    // loss.item<float>()`, a minimum) holds this process's share as much as a sum does; so
+    // does a tensor that also adds up batch values there.
+    const bool FromBatches = llvm::any_of(Writes, [&](const Write &W) {
+      if (W.Kind != Write::Other || !W.Increment || !insideShardedLoop(W.At, Ctx)) {
+        return false;
+      }
+      BatchValue Value = classifyBatchValue(W.Increment, Ctx);
+      return mentionsTensor(W.Increment) || Value == BatchValue::Sum || Value == BatchValue::Mean;
+    });
+    Result.Unclear = FromBatches || (Tensor && llvm::any_of(Writes, [&](const Write &W) {
+                                       return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
+                                     }));
+    if (FromBatches) {
+      Result.Why = "it is computed from this process's batches in a way accel-reduce does not "
+                   "follow (an average updated in place, a minimum); combine the values it is "
+                   "computed from with accelerator.reduce, or keep a plain sum";
+    }
     return Result;
   }
   // The writes this read sees: those since the last reset before it (a variable reused by an
@@ -403,6 +466,16 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     }
     Updated = true;
     BatchValue Value = W.Increment ? classifyBatchValue(W.Increment, Ctx) : BatchValue::Constant;
+    if (Value != BatchValue::Sum && insideLoopWithinShardedLoop(W.At, Ctx) &&
+        !declaredInsideShardedLoop(Var, Ctx)) {
+      // `++seen` or a per-sample loss's mean in a loop over the batch's samples counts or sums
+      // per sample, not per step.
+      Unclear = true;
+      Why = "it is added up in a loop inside the loop over batches (once per sample?), which "
+            "accel-reduce cannot tell from a count of steps; add batch.data.size(0) or a sum "
+            "over the batch once per batch instead";
+      continue;
+    }
     switch (Value) {
     case BatchValue::Constant:
       // A step counter (`++step`, `x += 0.5`): every process takes as many steps as the
@@ -510,7 +583,7 @@ bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Rea
   // updates, resets and references are not.
   const bool Reads = Var && (isTensorVar(Var) ? readsTensorValue(Ref, Ctx)
                                               : Value && Value->getCastKind() == CK_LValueToRValue);
-  if (!Reads) {
+  if (!Reads || insideOwnUpdate(Ref, Ctx)) {
     return false;
   }
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
@@ -547,13 +620,18 @@ bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
     return Kind == BatchValue::Sum || Kind == BatchValue::Mean;
   };
   if (const auto *Compound = dyn_cast<CompoundAssignOperator>(S)) {
-    const auto *Field = dyn_cast<MemberExpr>(Compound->getLHS()->IgnoreParenImpCasts());
-    if (!Field || !isa<FieldDecl>(Field->getMemberDecl()) || !IsBatchValue(Compound->getRHS()) ||
+    // Added to something other than a local variable (which accel-reduce follows): a field
+    // (`stats.loss += ...`), a map's or an array's element (`metrics["loss"] += ...`).
+    const Expr *Target = Compound->getLHS()->IgnoreParenImpCasts();
+    if (isa<DeclRefExpr>(Target) || !IsBatchValue(Compound->getRHS()) ||
         !insideShardedLoop(S, Ctx)) {
       return false;
     }
-    Holder = Field->getMemberDecl()->getNameAsString();
-    return true;
+    const auto *Field = dyn_cast<MemberExpr>(Target);
+    Holder = Field && isa<FieldDecl>(Field->getMemberDecl())
+                 ? Field->getMemberDecl()->getNameAsString()
+                 : sourceText(Target, Ctx);
+    return !Holder.empty();
   }
   const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
   const CXXRecordDecl *Class = Call ? Call->getRecordDecl() : nullptr;

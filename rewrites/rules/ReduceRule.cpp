@@ -195,7 +195,7 @@ Rule makeReduceRule() {
   // Kept where accel-reduce cannot follow it: said, since a read later is one process's.
   auto Stored =
       makeRule(stmt(anyOf(cxxMemberCallExpr(), binaryOperator(isAssignmentOperator())),
-                    inUserCode(), forFunction(acceleratorFunction()), storesBatchValueNode())
+                    inUserCode(), storesBatchValueNode())
                    .bind("stored"),
                noEdits(), finding(Finding::Warning, "stored", [](const MatchResult &Match) {
                  std::string Holder;

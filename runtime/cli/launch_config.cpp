@@ -1,19 +1,21 @@
 #include "launch_config.h"
 
+#include "atomic_file.h"
+
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <type_traits>
-#include <unistd.h>
 
 namespace accel::cli {
 namespace {
@@ -349,38 +351,17 @@ void write_file_atomically(const std::string &path, const std::string &text, boo
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path());
   }
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw std::runtime_error("cannot write " + temporary);
-    }
-  }
-  if (const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  if (!overwrite) {
-    // link() fails if the target appeared meanwhile: never replace a file we were told to keep.
-    if (::link(temporary.c_str(), path.c_str()) != 0) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw std::runtime_error(path + " already exists; not overwriting it");
-    }
-    fs::remove(temporary);
-    return;
-  }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw std::runtime_error("cannot write " + path + ": " + error.message());
-  }
+  accelerate::detail::write_atomically(
+      target,
+      [&](const std::string &temporary) {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.flush();
+        if (!out) {
+          throw std::system_error(errno, std::generic_category());
+        }
+      },
+      overwrite ? accelerate::detail::IfExists::Replace : accelerate::detail::IfExists::Fail);
 }
 
 } // namespace accel::cli

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <string>
 
 using Data = torch::data::datasets::TensorDataset;
 using Stack = torch::data::transforms::Stack<torch::data::TensorExample>;
@@ -264,6 +266,7 @@ void held_elsewhere() {
   AverageMeter meter;
   History history;
   std::vector<float> losses;
+  std::map<std::string, double> metrics;
   for (auto &b : *data) {
     sgd.zero_grad();
     auto loss = net(b.data).pow(2).mean();
@@ -275,8 +278,34 @@ void held_elsewhere() {
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'losses'{{.*}} [accel-reduce]
     history.loss += loss.item<double>();
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'loss'{{.*}} [accel-reduce]
+    metrics["loss"] += loss.item<double>();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'metrics["loss"]'{{.*}} [accel-reduce]
   }
-  std::printf("%.4f %.4f %zu\n", meter.sum / meter.count, history.loss, losses.size());
+  std::printf("%.4f %.4f %zu %.4f\n", meter.sum / meter.count, history.loss, losses.size(),
+              metrics["loss"]);
+}
+
+// Computed from the batches in ways accel-reduce does not follow: an average updated in place,
+// and counts made in a loop over each batch's samples. Warned, never left silent.
+void not_followed() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double ema = 0;
+  int64_t seen = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    ema = 0.9 * ema + 0.1 * loss.item<double>();
+    for (int64_t i = 0; i < b.data.size(0); ++i) {
+      ++seen;
+    }
+  }
+  std::printf("%.4f %lld\n", ema, static_cast<long long>(seen));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'ema' is added up over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:58: warning: 'seen' is added up over this process's batches, but it is added up in a loop inside the loop over batches{{.*}} [accel-reduce]
 }
 
 // An evaluation helper given the sharded training loader gets the accelerator and combines
@@ -373,6 +402,7 @@ int main() {
   clipped_norms();
   tensor_sums();
   held_elsewhere();
+  not_followed();
   evaluated();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }

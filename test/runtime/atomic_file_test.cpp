@@ -59,7 +59,7 @@ TEST_F(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
     });
     ADD_FAILURE() << "the writer's error must come through";
   } catch (const std::runtime_error &error) {
-    EXPECT_NE(std::string(error.what()).find("cannot write " + path.string() + ".tmp-"),
+    EXPECT_NE(std::string(error.what()).find("cannot write " + path.string() + ".accel-tmp-"),
               std::string::npos)
         << error.what();
     EXPECT_NE(std::string(error.what()).find("disk full"), std::string::npos) << error.what();
@@ -91,6 +91,54 @@ TEST_F(AtomicFile, ExchangesTwoDirectories) {
   exchange_durably(directory_ / "a", directory_ / "b/");
   EXPECT_EQ(read(directory_ / "a" / "which"), "b");
   EXPECT_EQ(read(directory_ / "b" / "which"), "a");
+}
+
+// The launcher's, the runtime's and accel-rewrite's writes are this one: what each relied on.
+TEST_F(AtomicFile, ALinkStaysALinkAndTheFileKeepsItsPermissions) {
+  const auto real = directory_ / "real.yaml";
+  const auto link = directory_ / "link.yaml";
+  write_text(real, "old");
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_symlink(real, link);
+  write_atomically(link, [](const std::string &file) { write_text(file, "new"); });
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read(real), "new");
+  EXPECT_EQ(fs::status(real).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(entries(), 2u);
+}
+
+TEST_F(AtomicFile, AFileToKeepIsKeptAndNamed) {
+  const auto path = directory_ / "config.yaml";
+  write_text(path, "mine");
+  try {
+    write_atomically(
+        path, [](const std::string &file) { write_text(file, "theirs"); }, IfExists::Fail);
+    ADD_FAILURE() << "an existing file to keep must fail the write";
+  } catch (const FileWriteError &error) {
+    EXPECT_NE(std::string(error.what()).find(path.string() + " already exists; not overwriting"),
+              std::string::npos)
+        << error.what();
+    EXPECT_EQ(error.code(), std::errc::file_exists);
+  }
+  EXPECT_EQ(read(path), "mine");
+  EXPECT_EQ(entries(), 1u);
+  const auto fresh = directory_ / "fresh.yaml";
+  write_atomically(fresh, [](const std::string &file) { write_text(file, "new"); }, IfExists::Fail);
+  EXPECT_EQ(read(fresh), "new");
+  EXPECT_EQ(entries(), 2u);
+}
+
+TEST_F(AtomicFile, AMissingDirectoryIsAnErrorWithItsReason) {
+  const auto path = directory_ / "no-such" / "out.cpp";
+  try {
+    write_atomically(path, [](const std::string &file) { write_text(file, "x"); });
+    ADD_FAILURE() << "a write into a missing directory must fail";
+  } catch (const FileWriteError &error) {
+    EXPECT_EQ(error.path(), path);
+    EXPECT_EQ(error.code(), std::errc::no_such_file_or_directory);
+  }
+  EXPECT_EQ(entries(), 0u);
 }
 
 TEST_F(AtomicFile, FlushingSomethingMissingIsAnErrorNamingIt) {
