@@ -18,6 +18,8 @@
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"
 
+#include <optional>
+
 using namespace clang;
 using namespace clang::ast_matchers;
 using namespace clang::transformer;
@@ -63,6 +65,17 @@ AST_MATCHER(BinaryOperator, rescalesUnclearStatistic) {
   const auto *Rescale = dyn_cast<CompoundAssignOperator>(&Node);
   StatisticRead Read;
   return Rescale && rescalesStatistic(Rescale, Finder->getASTContext(), Read) && Read.Unclear;
+}
+
+/// The warning for an unclear read whose reason the analysis names, or none.
+std::optional<std::string> knownReason(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  StatisticRead Read;
+  isStatisticRead(Ref, Ctx, Read);
+  if (Read.Why.empty()) {
+    return std::nullopt;
+  }
+  return "'" + Ref->getDecl()->getNameAsString() + "' is added up over this process's batches, " +
+         "but " + Read.Why + "; it is left as this process's share";
 }
 
 std::string operation(const MatchResult &Match) {
@@ -172,11 +185,8 @@ Rule makeReduceRule() {
       noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         std::string Name = Ref->getDecl()->getNameAsString();
-        StatisticRead Read;
-        isStatisticRead(Ref, *Match.Context, Read);
-        if (!Read.Why.empty()) {
-          return "'" + Name + "' is added up over this process's batches, but " + Read.Why +
-                 "; it is left as this process's share";
+        if (std::optional<std::string> Said = knownReason(Ref, *Match.Context)) {
+          return *Said;
         }
         return "'" + Name +
                "' is added up over this process's batches, but accel-reduce cannot tell whether "
@@ -215,11 +225,8 @@ Rule makeReduceRule() {
       noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         std::string Name = Ref->getDecl()->getNameAsString();
-        StatisticRead Read;
-        isStatisticRead(Ref, *Match.Context, Read);
-        if (!Read.Why.empty()) {
-          return "'" + Name + "' is added up over this process's batches, but " + Read.Why +
-                 "; it is left as this process's share";
+        if (std::optional<std::string> Said = knownReason(Ref, *Match.Context)) {
+          return *Said;
         }
         return "'" + Name +
                "' is added up over a sharded loader's batches, so it holds this process's "
