@@ -3,6 +3,7 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/EntryFunction.h"
+#include "analysis/FileWrites.h"
 #include "analysis/TrainingPlan.h"
 
 #include "llvm/ADT/Twine.h"
@@ -92,6 +93,11 @@ const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl 
 const TrainingPlans &AnalysisContext::trainingPlans() {
   return once(Plans, ComputingPlans, "the training-loop plans",
               [&] { return planTrainingLoops(Ctx); });
+}
+
+const FileWriteGuards &AnalysisContext::fileWrites() {
+  return once(Writes, ComputingWrites, "the file-write analyses",
+              [&] { return analyzeFileWrites(Ctx); });
 }
 
 } // namespace accel::rewrites

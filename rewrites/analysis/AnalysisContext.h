@@ -24,6 +24,7 @@ namespace accel::rewrites {
 struct AcceleratorParameterAnalysis;
 struct CallGraph;
 struct EntryHosting;
+struct FileWriteGuards;
 struct TrainingPlans;
 
 class AnalysisContext {
@@ -86,6 +87,8 @@ public:
   const MemberTraining &memberTraining(const clang::FunctionDecl *Function);
   /// The plan of every training loop of the main file (analysis/TrainingPlan.h).
   const TrainingPlans &trainingPlans();
+  /// Which statement runs each file write on the main process only (analysis/FileWrites.h).
+  const FileWriteGuards &fileWrites();
 
 private:
   clang::ASTContext &Ctx;
@@ -96,9 +99,10 @@ private:
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<MemberTraining>> Members;
   std::unique_ptr<TrainingPlans> Plans;
   std::unique_ptr<EntryHosting> Entry;
+  std::unique_ptr<FileWriteGuards> Writes;
   /// Set while an analysis is being computed: one that needs itself is a bug.
   bool ComputingCalls = false, ComputingParameters = false, ComputingPlans = false,
-       ComputingEntry = false;
+       ComputingEntry = false, ComputingWrites = false;
 };
 
 } // namespace accel::rewrites

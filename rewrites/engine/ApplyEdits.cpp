@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "accel/rewrites/Engine.h"
+#include "support/SourceRanges.h"
 
 #include "clang/Format/Format.h"
 
@@ -36,28 +37,6 @@ llvm::StringRef indentationAt(llvm::StringRef Code, size_t LineStart) {
 llvm::StringRef lineContent(llvm::StringRef Code, size_t LineStart) {
   llvm::StringRef Rest = Code.drop_front(LineStart);
   return Rest.take_until([](char C) { return C == '\n'; }).trim();
-}
-
-/// One level of indentation in this file: a tab when lines are indented with tabs, else the
-/// smallest step between the indentations of consecutive lines (2 when nothing says).
-std::string indentationUnit(llvm::StringRef Code) {
-  size_t Smallest = 0, Previous = 0;
-  for (llvm::StringRef Rest = Code; !Rest.empty();) {
-    auto [Line, Next] = Rest.split('\n');
-    Rest = Next;
-    if (Line.trim().empty()) {
-      continue;
-    }
-    if (Line.starts_with("\t")) {
-      return "\t";
-    }
-    size_t Width = Line.size() - Line.ltrim(' ').size();
-    if (Width > Previous && (Smallest == 0 || Width - Previous < Smallest)) {
-      Smallest = Width - Previous;
-    }
-    Previous = Width;
-  }
-  return std::string(Smallest == 0 ? 2 : Smallest, ' ');
 }
 
 /// The first line of the statement whose line starts at LineStart: a statement wrapped over

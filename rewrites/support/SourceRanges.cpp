@@ -119,4 +119,24 @@ transformer::Edit insertionAt(SourceLocation Loc, std::string Text) {
   return Edit;
 }
 
+std::string indentationUnit(llvm::StringRef Code) {
+  size_t Smallest = 0, Previous = 0;
+  for (llvm::StringRef Rest = Code; !Rest.empty();) {
+    auto [Line, Next] = Rest.split('\n');
+    Rest = Next;
+    if (Line.trim().empty()) {
+      continue;
+    }
+    if (Line.starts_with("\t")) {
+      return "\t";
+    }
+    size_t Width = Line.size() - Line.ltrim(' ').size();
+    if (Width > Previous && (Smallest == 0 || Width - Previous < Smallest)) {
+      Smallest = Width - Previous;
+    }
+    Previous = Width;
+  }
+  return std::string(Smallest == 0 ? 2 : Smallest, ' ');
+}
+
 } // namespace accel::rewrites

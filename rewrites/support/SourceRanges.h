@@ -30,6 +30,10 @@ llvm::Expected<clang::transformer::Edit>
 firstInList(clang::SourceLocation LParen, clang::SourceLocation First, clang::SourceLocation RParen,
             llvm::StringRef Item, const clang::SourceManager &SM);
 
+/// One level of indentation in Code: a tab when lines are indented with tabs, else the
+/// smallest step between the indentations of consecutive lines (2 when nothing says).
+std::string indentationUnit(llvm::StringRef Code);
+
 /// An edit inserting Text at Loc (a file location).
 clang::transformer::Edit insertionAt(clang::SourceLocation Loc, std::string Text);
 
