@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/CallGraph.h"
+#include "analysis/FileWrites.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -106,7 +107,8 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
       Setups.insert(Definition->getCanonicalDecl());
     }
   });
-  if (Setups.empty() || (!TrainsMembers && !writesOutput(Main->getBody()))) {
+  if (Setups.empty() ||
+      (!TrainsMembers && !writesOutput(Main->getBody()) && !writesFiles(Main, Ctx))) {
     return Result;
   }
   Result->Main = Main->getCanonicalDecl();

@@ -2,11 +2,12 @@
 //
 // The Accelerator belongs where the program starts. When training is set up in a function
 // that main calls (`double train(...)` creating the model and optimizer), an Accelerator
-// declared there would leave main's own prints and saves to every process: "starting" and
-// "final loss" printed N times. So when main prints or saves, main declares the Accelerator
-// and the setup functions it calls get it as their first parameter (accel-accelerator), like
-// any helper. (Several Accelerators one after the other share the process group, so a main
-// that only calls setup functions keeps theirs.)
+// declared there would leave main's own prints, saves and file writes to every process:
+// "starting" and "final loss" printed N times, a data file written N times at once. So when
+// main prints, saves or writes files, main declares the Accelerator and the setup functions it
+// calls get it as their first parameter (accel-accelerator), like any helper. (Several
+// Accelerators one after the other share the process group, so a main that only calls setup
+// functions keeps theirs.)
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -542,6 +542,10 @@ GuardsOrWhy guardsFor(const Stmt *Code, ASTContext &Ctx, unsigned Depth) {
     return "it is in " + functionLabel(Function) +
            ", whose address is taken: the tool cannot follow where it runs";
   }
+  if (Function->isMain()) {
+    return std::string("'main' has no accelerator: it is declared in the functions that set up "
+                       "training, and main only calls them");
+  }
   llvm::ArrayRef<CallSite> Sites = Calls.sitesOf(Helper);
   if (Sites.empty() || Depth > 4) {
     return "it is in " + functionLabel(Function) +
@@ -624,6 +628,33 @@ std::unique_ptr<FileWriteGuards> analyzeFileWrites(ASTContext &Ctx) {
     }
   }
   return Result;
+}
+
+namespace {
+bool writesFiles(const FunctionDecl *Function, ASTContext &Ctx,
+                 llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
+  const Stmt *Body = Function->getBody();
+  if (!Body) {
+    return false;
+  }
+  if (!match(traverse(TK_IgnoreUnlessSpelledInSource, findAll(fileWrite())), *Body, Ctx).empty()) {
+    return true;
+  }
+  bool Writes = false;
+  forEachStmt(Body, [&](const Stmt *S) {
+    const FunctionDecl *Definition =
+        Writes ? nullptr : definitionInMainFile(S, Ctx.getSourceManager());
+    if (Definition && !createsOptimizer(Definition) && Seen.insert(Definition).second) {
+      Writes = writesFiles(Definition, Ctx, Seen);
+    }
+  });
+  return Writes;
+}
+} // namespace
+
+bool writesFiles(const FunctionDecl *Function, ASTContext &Ctx) {
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen{Function};
+  return writesFiles(Function, Ctx, Seen);
 }
 
 bool isGuardedWrite(const Stmt *Write, ASTContext &Ctx, std::string &Why) {

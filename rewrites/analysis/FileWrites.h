@@ -39,6 +39,11 @@ struct FileWriteGuards {
 /// Computes it (AnalysisContext::fileWrites() owns it).
 std::unique_ptr<FileWriteGuards> analyzeFileWrites(clang::ASTContext &Ctx);
 
+/// Whether Function writes files itself or through the main file's functions it calls that do
+/// not set up training: main that does hosts the Accelerator (analysis/EntryFunction.h), so
+/// that its writes can be guarded where it runs them.
+bool writesFiles(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
+
 /// Whether Write (a fileWrite() match; any instantiation of it) is run on the main process by
 /// a guard; else Why says why not.
 bool isGuardedWrite(const clang::Stmt *Write, clang::ASTContext &Ctx, std::string &Why);

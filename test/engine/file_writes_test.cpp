@@ -1,6 +1,7 @@
 // Which statement runs each file write on the main process only, and why a write gets none
 // (rewrites/analysis/FileWrites.h).
 #include "analysis/AnalysisContext.h"
+#include "analysis/EntryFunction.h"
 #include "analysis/FileWrites.h"
 #include "snippet.h"
 
@@ -146,6 +147,35 @@ int main() {
   ASSERT_TRUE(AST);
   EXPECT_TRUE(guardedText(*AST).empty());
   EXPECT_NE(reasons(*AST).find("it trains (backward at line"), std::string::npos) << reasons(*AST);
+}
+
+TEST(FileWrites, AMainThatWritesFilesHostsTheAcceleratorAndGuardsThem) {
+  auto AST = accel::test::parseSnippet(std::string(NetModel) + "#include <fstream>\n" + WriteCsv +
+                                       R"cpp(
+void train(const std::string &path) {
+  std::ifstream in(path);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(
+      torch::data::datasets::TensorDataset(torch::ones({8, 4}))
+          .map(torch::data::transforms::Stack<torch::data::TensorExample>()), 2);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    model->forward(batch.data).sum().backward();
+    optimizer.step();
+  }
+}
+int main() {
+  write_csv("data.csv");
+  train("data.csv");
+}
+)cpp");
+  ASSERT_TRUE(AST);
+  const auto &Entry = AnalysisContext::of(AST->getASTContext()).entryHosting();
+  ASSERT_NE(Entry.Main, nullptr);
+  EXPECT_EQ(Entry.Hosted.size(), 1u);
+  EXPECT_EQ(guardedText(*AST), (std::set<std::string>{"write_csv(\"data.csv\")"}));
+  EXPECT_EQ(reasons(*AST), "");
 }
 
 } // namespace
