@@ -81,7 +81,7 @@ bool sharesGuard(const Stmt *Guarded, int Step, ASTContext &Ctx) {
 
 /// The guard's lines around the statement bound to "guarded": a wait and the main-process
 /// branch before it, its lines one level deeper, the branch's end and a wait after it. Guarded
-/// statements next to each other share one guard.
+/// statements next to each other share one guard; a block alone becomes the branch.
 llvm::Expected<llvm::SmallVector<Edit, 1>> guardEdits(const MatchResult &Match) {
   const auto *Guarded = Match.Nodes.getNodeAs<Stmt>("guarded");
   const SourceManager &SM = *Match.SourceManager;
@@ -110,7 +110,16 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> guardEdits(const MatchResult &Match) 
   const unsigned End = SM.getFileOffset(After);
   llvm::StringRef Data = SM.getBufferData(FID);
   const std::string Unit = indentationUnit(Data);
-  if (!sharesGuard(Guarded, -1, *Match.Context)) {
+  const bool SharesBefore = sharesGuard(Guarded, -1, *Match.Context),
+             SharesAfter = sharesGuard(Guarded, +1, *Match.Context);
+  // A block of its own becomes the branch: `{` turns into `if (...) {`, its lines stay.
+  if (isa<CompoundStmt>(Guarded) && !SharesBefore && !SharesAfter) {
+    Result.push_back(insertionAt(Before, "accelerator.wait_for_everyone();\n"));
+    Result.push_back(insertionAt(Range.getBegin(), "if (accelerator.is_main_process()) "));
+    Result.push_back(insertionAt(After, "accelerator.wait_for_everyone();\n"));
+    return Result;
+  }
+  if (!SharesBefore) {
     Result.push_back(insertionAt(
         Before, "accelerator.wait_for_everyone();\nif (accelerator.is_main_process()) {\n"));
   }
@@ -129,7 +138,7 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> guardEdits(const MatchResult &Match) 
     size_t Break = Data.find('\n', Text);
     Line = Break == llvm::StringRef::npos ? End : unsigned(Break) + 1;
   }
-  if (!sharesGuard(Guarded, +1, *Match.Context)) {
+  if (!SharesAfter) {
     Result.push_back(insertionAt(After, "}\naccelerator.wait_for_everyone();\n"));
   }
   return Result;

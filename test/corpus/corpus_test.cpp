@@ -244,7 +244,7 @@ const Program kPrinting[] = {
     {"split_batches_book", true, false}, {"trainer_class", true, true},
     {"warmup_step_blog", true, false},   {"two_steps_tabs", true, false},
     {"kfold_learner", true, true},       {"distill_try_tabs", true, false},
-    {"csv_roundtrip", true, false},
+    {"csv_roundtrip", true, false},      {"cache_json_tabs", true, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

@@ -78,17 +78,16 @@ int main() {
     std::ofstream epoch_log("epoch.txt");
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:19: warning: every process runs this file write {{.*}}: running line [[@LINE-9]] on the main process alone would not do: it calls on the accelerator (line [[@LINE-7]]), which every process must do together. {{.*}} [accel-file-write]
   }
-  // A statement the rest of main does not need, in a block of its own: guarded whole.
+  // A statement the rest of main does not need, in a block of its own: the block becomes the
+  // main-process branch.
   {
     std::ofstream report("report.txt");
     report << "done\n";
   }
   // CHECK-FIXES: {{^}}  accelerator.wait_for_everyone();{{$}}
   // CHECK-FIXES-NEXT: {{^}}  if (accelerator.is_main_process()) {{{$}}
-  // CHECK-FIXES-NEXT: {{^}}    {{{$}}
-  // CHECK-FIXES-NEXT: {{^}}      std::ofstream report("report.txt");{{$}}
-  // CHECK-FIXES-NEXT: {{^}}      report << "done\n";{{$}}
-  // CHECK-FIXES-NEXT: {{^}}    }{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    std::ofstream report("report.txt");{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    report << "done\n";{{$}}
   // CHECK-FIXES-NEXT: {{^}}  }{{$}}
   // CHECK-FIXES-NEXT: {{^}}  accelerator.wait_for_everyone();{{$}}
   std::ofstream results("results.txt");
