@@ -1,5 +1,7 @@
 #include "accelerate/data_loader.h"
 
+#include <iostream>
+
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +34,7 @@ ShardPlan plan_split(const std::vector<int64_t> &order, size_t batch_size, size_
     batches = full + 1;
     extended = wrapped(order, batches * batch_size);
     plan.remainder = static_cast<int64_t>(tail);
+    plan.repeated = batches * batch_size - samples;
   }
   for (size_t k = 0; k < batches; ++k) {
     const auto begin =
@@ -74,6 +77,7 @@ ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int r
     batches = (total + world - 1) / world * world;
     const size_t needed = batches * batch_size;
     extended = wrapped(order, needed);
+    plan.repeated = needed - samples;
     const size_t step = batch_size * world;
     plan.remainder = needed == samples ? -1 : static_cast<int64_t>(samples % step);
     if (plan.remainder == 0) {
@@ -88,6 +92,15 @@ ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int r
     plan.batches.emplace_back(extended.begin() + begin, extended.begin() + end);
   }
   return plan;
+}
+
+void note_repeated_samples(size_t repeated, size_t samples, size_t global_batch) {
+  std::cerr << "accel: note: the " << samples << " samples do not fill the last global batch of "
+            << global_batch << ": " << repeated << (repeated == 1 ? " sample" : " samples")
+            << " from the start of the epoch are repeated so that every process gets its share "
+               "(even_batches, as in Accelerate); epoch statistics count them and training "
+               "sees them twice. A data set size that is a multiple of "
+            << global_batch << ", or drop_last, makes the run match one process exactly.\n";
 }
 
 void check_split_batch_size(size_t batch_size, int world_size) {

@@ -33,9 +33,29 @@ TEST(ShardPlan, TheTailWrapsAroundToTheStart) {
   ASSERT_EQ(plan.batches.size(), 4u);
   EXPECT_EQ(plan.batches.back(), (std::vector<size_t>{21, 0, 1}));
   EXPECT_EQ(plan.remainder, 4); // [18,19,20] + [21] are real; [0,1] repeat
+  EXPECT_EQ(plan.repeated, 2u);
   // An odd number of full batches: process 1 gets the first batch again.
   EXPECT_EQ(plan_shard(range(21), 3, 1, 2, true, false).batches.back(),
             (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(plan_shard(range(21), 3, 1, 2, true, false).repeated, 3u);
+  // Whole global batches repeat nothing; neither do drop_last and one process.
+  EXPECT_EQ(plan_shard(range(24), 3, 0, 2, true, false).repeated, 0u);
+  EXPECT_EQ(plan_shard(range(22), 3, 0, 2, true, true).repeated, 0u);
+  EXPECT_EQ(plan_shard(range(22), 3, 0, 1, true, false).repeated, 0u);
+  // split_batches fills the last batch of 4 (here [20, 21]) from the start: 2 repeated.
+  EXPECT_EQ(plan_shard(range(22), 4, 0, 2, true, false, true).repeated, 2u);
+}
+
+// A run that repeats samples says so, with the numbers and what makes it exact.
+TEST(ShardPlan, RepeatedSamplesAreNoted) {
+  testing::internal::CaptureStderr();
+  accelerate::detail::note_repeated_samples(4, 300, 16);
+  const std::string note = testing::internal::GetCapturedStderr();
+  EXPECT_NE(note.find("the 300 samples do not fill the last global batch of 16: 4 samples from "
+                      "the start of the epoch are repeated"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("a multiple of 16, or drop_last"), std::string::npos) << note;
 }
 
 TEST(ShardPlan, DropLastAndUnevenBatches) {

@@ -57,7 +57,12 @@ struct LoaderContext {
 struct ShardPlan {
   std::vector<std::vector<size_t>> batches;
   int64_t remainder = -1; ///< see LoaderContext::remainder
+  /// Samples of the epoch's start repeated to even the batches out (all processes together).
+  size_t repeated = 0;
 };
+
+/// The main process's note, once per loader, that an epoch repeats samples (on stderr).
+void note_repeated_samples(size_t repeated, size_t samples, size_t global_batch);
 
 /// Batch k of the epoch goes to process k % world_size. With even_batches (and not drop_last)
 /// the order is extended from its start until every process has equally many full batches;
@@ -204,6 +209,13 @@ public:
     }
     s.plan = plan_shard(progress.order, s.batch_size, s.context->rank, s.context->world_size,
                         s.context->even_batches, s.drop_last, progress.split_batches);
+    // A run that does not match one process should say why where the user looks first.
+    if (s.plan.repeated > 0 && s.context->rank == 0 && progress.epochs_begun == 1) {
+      note_repeated_samples(s.plan.repeated, progress.order.size(),
+                            progress.split_batches
+                                ? s.batch_size
+                                : s.batch_size * static_cast<size_t>(s.context->world_size));
+    }
     progress.batches = s.plan.batches.size();
     s.next = progress.resume ? progress.delivered : 0;
     progress.resume = false;
