@@ -176,6 +176,13 @@ CLI::App *add_launch_command(CLI::App &app, LaunchRequest &request) {
   launch->add_flag(both_spellings("split_batches"), request.split_batches,
                    "Split every batch across the processes, so that together they see the "
                    "program's own batches (ACCELERATE_SPLIT_BATCHES; accel's own flag)");
+  // Accelerate has Local SGD in code only (accelerate.local_sgd.LocalSGD): no key either.
+  launch
+      ->add_option(both_spellings("local_sgd_steps"), request.local_sgd_steps,
+                   "Local SGD for the whole run: gradients stay on each process, parameters "
+                   "are averaged every K optimizer steps (ACCELERATE_LOCAL_SGD_STEPS; accel's "
+                   "own flag)")
+      ->check(whole_number(1, kAny));
   launch->add_flag("--debug", request.debug,
                    "Check distributed operations for errors (ACCELERATE_DEBUG_MODE)");
   launch->add_flag("-v,--verbose", request.verbose,
@@ -317,7 +324,12 @@ int run_launch(const LaunchRequest &request) {
               << " to " << first_rank + per_machine - 1 << " of " << world_size
               << ", rendezvous at " << master_addr << ":" << port << ", " << threads
               << " thread(s) per process" << compression_text(config)
-              << (request.split_batches ? ", every batch split across the processes" : "") << "\n";
+              << (request.split_batches ? ", every batch split across the processes" : "")
+              << (request.local_sgd_steps > 0
+                      ? ", Local SGD (parameters averaged every " +
+                            std::to_string(request.local_sgd_steps) + " steps)"
+                      : "")
+              << "\n";
   }
 
   struct sigaction action{};
@@ -352,6 +364,9 @@ int run_launch(const LaunchRequest &request) {
       // Only when given: otherwise the workers inherit the launcher's environment.
       if (request.split_batches) {
         spec.env["ACCELERATE_SPLIT_BATCHES"] = "true";
+      }
+      if (request.local_sgd_steps > 0) {
+        spec.env["ACCELERATE_LOCAL_SGD_STEPS"] = std::to_string(request.local_sgd_steps);
       }
       spec.env["ACCELERATE_TIMEOUT"] = std::to_string(request.rdzv_timeout);
       spec.env["ACCELERATE_RESTART_COUNT"] = std::to_string(attempt);

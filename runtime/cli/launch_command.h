@@ -28,6 +28,9 @@ struct LaunchRequest {
   /// --split_batches: ACCELERATE_SPLIT_BATCHES=true for the workers. accel's own flag, and no
   /// config key: Python Accelerate's config loader refuses keys it does not know.
   bool split_batches = false;
+  /// --local_sgd_steps K: ACCELERATE_LOCAL_SGD_STEPS=K for the workers (Local SGD for the whole
+  /// run). accel's own flag, like --split_batches; 0 leaves the environment as it is.
+  int local_sgd_steps = 0;
   bool verbose = false; ///< -v: log the plan and each process's gradient transport
   int max_restarts = 0;
   double monitor_interval = 0.1; ///< seconds between checks on the workers

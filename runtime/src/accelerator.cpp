@@ -121,6 +121,22 @@ Options resolve(Options options) {
   if (!options.split_batches) {
     options.split_batches = launch::environment_switch("ACCELERATE_SPLIT_BATCHES", false);
   }
+  if (!options.local_sgd_steps) {
+    const auto text = environment("ACCELERATE_LOCAL_SGD_STEPS").value_or("0");
+    try {
+      size_t used = 0;
+      options.local_sgd_steps = std::stoi(text, &used);
+      if (used != text.size()) {
+        options.local_sgd_steps = -1;
+      }
+    } catch (const std::exception &) {
+      options.local_sgd_steps = -1;
+    }
+  }
+  if (*options.local_sgd_steps < 0) {
+    throw std::invalid_argument("accelerate: local_sgd_steps must be 0 (off) or a number of "
+                                "steps (ACCELERATE_LOCAL_SGD_STEPS or Options)");
+  }
   if (options.mixed_precision.empty()) {
     options.mixed_precision = environment("ACCELERATE_MIXED_PRECISION").value_or("no");
   }
@@ -194,6 +210,7 @@ std::vector<std::pair<std::string, std::string>> settings_that_must_agree(const 
       {"gradient_accumulation_steps", std::to_string(*options.gradient_accumulation_steps)},
       {"comm_hook", options.comm_hook},
       {"split_batches", flag(*options.split_batches)},
+      {"local_sgd_steps", std::to_string(*options.local_sgd_steps)},
       {"even_batches", flag(options.even_batches)},
       {"broadcast_buffers", flag(options.broadcast_buffers)},
       {"bucket_cap_mb", number(options.bucket_cap_mb)},
@@ -318,6 +335,7 @@ void synchronise_gradients(detail::Runtime &rt, const std::vector<torch::Tensor>
   limits.bucket_bytes = static_cast<size_t>(options.bucket_cap_mb * (1 << 20));
   syncs.push_back(detail::GradientSync::create(rt.process.group, synchronised, limits,
                                                detail::compression_of(options), broadcast));
+  syncs.back()->set_enabled(rt.gradients.communicates()); // off under Local SGD
 }
 
 std::atomic<int> g_live_accelerators{0};
@@ -333,6 +351,7 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
   auto &process = rt.process;
   process.info = detect_process_info();
   process.options = resolve(options);
+  rt.gradients.local_sgd_run = *process.options.local_sgd_steps > 0;
   process.device = choose_device(process.info, process.options);
   launch::tune_host_allocator(*process.options.tune_malloc);
   rt.setting_checks = detail::SettingChecks::create(

@@ -27,7 +27,7 @@ Accelerator::AccumulateGuard::AccumulateGuard(Accelerator &accelerator)
   }
   gradients.optimizer_stepped = false;
   for (auto &sync : gradients.live_syncs()) {
-    sync->set_enabled(gradients.sync_gradients);
+    sync->set_enabled(gradients.communicates());
   }
 }
 
@@ -47,7 +47,7 @@ Accelerator::AccumulateGuard::~AccumulateGuard() {
     rt.gradients.sync_gradients = true;
   }
   for (auto &sync : rt.gradients.live_syncs()) {
-    sync->set_enabled(true);
+    sync->set_enabled(rt.gradients.communicates());
   }
 }
 
@@ -64,18 +64,25 @@ bool Accelerator::step(torch::optim::Optimizer &optimizer) {
   }
   // Applied (or, after an fp16 overflow, discarded): the next zero_grad may clear them.
   rt.gradients.position.unapplied_gradients = false;
+  bool stepped = true;
   if (rt.prepared.scaler) {
-    const bool stepped = rt.prepared.scaler->step(optimizer);
+    stepped = rt.prepared.scaler->step(optimizer);
     rt.prepared.scaler->update();
     rt.gradients.step_was_skipped = !stepped;
     // A skipped step is no step for the scheduler either.
     rt.gradients.optimizer_stepped = rt.gradients.optimizer_stepped || stepped;
-    return stepped;
+  } else {
+    optimizer.step();
+    rt.gradients.step_was_skipped = false;
+    rt.gradients.optimizer_stepped = true;
   }
-  optimizer.step();
-  rt.gradients.step_was_skipped = false;
-  rt.gradients.optimizer_stepped = true;
-  return true;
+  // Local SGD for the whole run: the processes' parameters meet every K calls. A step that
+  // fp16 skipped on one process only counts too, so that all of them average together.
+  if (rt.gradients.local_sgd_run &&
+      ++rt.gradients.local_sgd_steps_taken % *rt.process.options.local_sgd_steps == 0) {
+    detail::average_parameters(rt);
+  }
+  return stepped;
 }
 
 bool Accelerator::step(torch::optim::LRScheduler &scheduler) {

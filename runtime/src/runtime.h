@@ -72,7 +72,14 @@ struct GradientState {
   /// written out once, or a loop rewritten by hand without one), so backward does not scale
   /// the loss and every step synchronises and steps.
   int open_accumulate_guards = 0;
-  bool sync_gradients = true;     ///< this training step communicates and steps
+  bool sync_gradients = true; ///< this training step communicates and steps
+  /// Local SGD (local_sgd.h): for the whole run (Options::local_sgd_steps), or while LocalSGD
+  /// scopes live; gradients then stay on their process.
+  bool local_sgd_run = false;
+  int local_sgd_scopes = 0;
+  int64_t local_sgd_steps_taken = 0; ///< optimizer steps of the run's Local SGD
+  /// Whether backward communicates gradients now.
+  bool communicates() const { return sync_gradients && !local_sgd_run && local_sgd_scopes == 0; }
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step
   bool step_was_skipped = false;  ///< the latest step(optimizer) met an fp16 overflow
 };
@@ -84,6 +91,9 @@ struct Runtime {
   /// Warns when a step bypasses what gradient accumulation or mixed precision need.
   std::shared_ptr<SettingChecks> setting_checks;
 };
+
+/// Averages the prepared models' parameters across the processes (Local SGD).
+void average_parameters(Runtime &rt);
 
 /// How many Accelerators exist in this process now (notebook_launcher refuses to fork then).
 int live_accelerators();

@@ -122,6 +122,26 @@ TEST(Flags, SplitBatchesReachTheWorkersAndIsNoConfigKey) {
   std::filesystem::remove_all(dir);
 }
 
+// Local SGD for the whole run, accel's own flag too (Accelerate has it in code only): the
+// workers get ACCELERATE_LOCAL_SGD_STEPS, and the verbose plan says so.
+TEST(Flags, LocalSgdStepsReachTheWorkers) {
+  const std::vector<std::string> echo = {"/bin/sh", "-c",
+                                         "echo ${ACCELERATE_LOCAL_SGD_STEPS-unset}"};
+  auto flags = std::vector<std::string>{"--local_sgd_steps", "8", "--num_processes", "2", "-v"};
+  flags.insert(flags.end(), echo.begin(), echo.end());
+  auto result = run_command(launch(flags), kIsolated);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[rank0] 8\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[rank1] 8\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("Local SGD (parameters averaged every 8 steps)"), std::string::npos)
+      << result.err;
+  flags = {"--local-sgd-steps", "3"};
+  flags.insert(flags.end(), echo.begin(), echo.end());
+  EXPECT_EQ(run_command(launch(flags), kIsolated).out, "[rank0] 3\n");
+  flags.assign(echo.begin(), echo.end());
+  EXPECT_EQ(run_command(launch(flags), kIsolated).out, "[rank0] unset\n");
+}
+
 TEST(Flags, ModuleDoesNotApplyToNativePrograms) {
   for (const char *flag : {"-m", "--module"}) {
     const auto result = run_command(launch({flag, "/bin/echo", "x"}), kIsolated);
@@ -162,6 +182,7 @@ TEST(Flags, BadValuesExit2WithAClearMessage) {
       {{"--comm_hook", "int8"}, "--comm_hook: 'int8' is not one of no, fp16, bf16, powersgd"},
       {{"--powersgd_rank", "0"}, "--powersgd_rank: '0' is out of range (1 to 1048576)"},
       {{"--powersgd_start_iter", "soon"}, "--powersgd_start_iter: 'soon' is not a whole number"},
+      {{"--local_sgd_steps", "0"}, "--local_sgd_steps: '0' is out of range (1 to any)"},
       // The config file's limits (the flag took 2147483647, the file refused over 1048576).
       {{"--powersgd_rank", "2147483647"},
        "--powersgd_rank: '2147483647' is out of range (1 to 1048576)"},

@@ -4,6 +4,7 @@
 
 #include "accelerate/accelerator.h"
 #include "accelerate/data_loader.h"
+#include "accelerate/local_sgd.h"
 #include "accelerate/notebook_launcher.h"
 #include "accelerate/options.h"
 #include "accelerate/state.h"

@@ -308,6 +308,7 @@ private:
   // The runtime's tests reach the state through RuntimeAccess (runtime/src/runtime_access.h,
   // not installed); the guards (nested classes) through runtime().
   friend class detail::RuntimeAccess;
+  friend class LocalSGD;
   detail::Runtime &runtime() { return *runtime_; }
 
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {

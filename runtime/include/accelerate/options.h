@@ -97,6 +97,11 @@ struct Options {
   /// processes. false: every process takes whole batches, every N-th one (global batch N*B).
   /// Env: ACCELERATE_SPLIT_BATCHES (accel launch --split_batches). Default false.
   std::optional<bool> split_batches;
+  /// Local SGD for the whole run (as a LocalSGD around all of training, see local_sgd.h):
+  /// gradients stay on their process and every local_sgd_steps optimizer steps the processes
+  /// average their parameters. 0: off. Env: ACCELERATE_LOCAL_SGD_STEPS (accel launch
+  /// --local_sgd_steps). Default 0.
+  std::optional<int> local_sgd_steps;
   /// Every process continues from process 0's module buffers (BatchNorm's running statistics)
   /// after each step that synchronises gradients, as DDP's broadcast_buffers (default true)
   /// makes them process 0's before each forward pass; false lets each process keep its own
