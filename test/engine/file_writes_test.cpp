@@ -18,13 +18,8 @@ using accel::rewrites::AnalysisContext;
 using accel::rewrites::FileWriteGuards;
 using accel::test::NetModel;
 
-/// main training Net on a loader, with Before at its start and After at its end.
-std::string program(const std::string &Helpers, const std::string &Before,
-                    const std::string &After = "") {
-  return std::string(NetModel) + "#include <fstream>\n" + Helpers + R"cpp(
-int main() {
-)cpp" + Before +
-         R"cpp(
+/// Net trained on a loader, as the body of a function.
+const char *const Training = R"cpp(
   Net model;
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto loader = torch::data::make_data_loader(
@@ -35,8 +30,13 @@ int main() {
     model->forward(batch.data).sum().backward();
     optimizer.step();
   }
-)cpp" + After +
-         "}\n";
+)cpp";
+
+/// main training Net on a loader, with Before at its start and After at its end.
+std::string program(const std::string &Helpers, const std::string &Before,
+                    const std::string &After = "") {
+  return std::string(NetModel) + "#include <fstream>\n" + Helpers + "int main() {\n" + Before +
+         Training + After + "}\n";
 }
 
 /// The source text of each guarded statement.
@@ -151,20 +151,9 @@ int main() {
 
 TEST(FileWrites, AMainThatWritesFilesHostsTheAcceleratorAndGuardsThem) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + "#include <fstream>\n" + WriteCsv +
-                                       R"cpp(
-void train(const std::string &path) {
-  std::ifstream in(path);
-  Net model;
-  torch::optim::SGD optimizer(model->parameters(), 0.1);
-  auto loader = torch::data::make_data_loader(
-      torch::data::datasets::TensorDataset(torch::ones({8, 4}))
-          .map(torch::data::transforms::Stack<torch::data::TensorExample>()), 2);
-  for (auto &batch : *loader) {
-    optimizer.zero_grad();
-    model->forward(batch.data).sum().backward();
-    optimizer.step();
-  }
-}
+                                       "void train(const std::string &path) {\n"
+                                       "  std::ifstream in(path);\n" +
+                                       Training + R"cpp(}
 int main() {
   write_csv("data.csv");
   train("data.csv");
