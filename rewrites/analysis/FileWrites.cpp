@@ -18,6 +18,7 @@
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
 #include <optional>
 #include <variant>
 
@@ -423,6 +424,101 @@ bool acceleratorDeclaredAfter(const FunctionDecl *Function, SourceLocation Loc,
   return After;
 }
 
+/// Whether S, in Scope, changes Var.
+bool changedInside(const VarDecl *Var, const Stmt *Scope, ASTContext &Ctx) {
+  bool Changed = false;
+  forEachStmt(Scope, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    Changed = Changed || (Ref && Ref->getDecl() == Var && changesWhatItNames(Ref, Ctx));
+  });
+  return Changed;
+}
+
+/// Whether something in Body leaves the loop it is the body of early: a break of that loop
+/// (not of a loop or switch inside it), a return, a goto or a throw.
+bool leavesEarly(const Stmt *Body) {
+  bool Leaves = false;
+  std::function<void(const Stmt *, bool)> Walk = [&](const Stmt *S, bool Nested) {
+    if (!S || Leaves) {
+      return;
+    }
+    if (isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) || (!Nested && isa<BreakStmt>(S))) {
+      Leaves = true;
+      return;
+    }
+    const bool Inner = Nested || isa<ForStmt, CXXForRangeStmt, WhileStmt, DoStmt, SwitchStmt>(S);
+    for (const Stmt *Child : S->children()) {
+      Walk(Child, Inner);
+    }
+  };
+  for (const Stmt *Child : Body->children()) {
+    Walk(Child, false);
+  }
+  return Leaves;
+}
+
+/// A loop every process runs the same number of times, so that the waits of a guard inside
+/// it meet: a range-for over a variable that is no data loader or list of batches (the
+/// rates of a sweep, the folds of a k-fold loop) and that the loop does not change, or a
+/// counting for-loop (`for (int k = 0; k < folds; ++k)`) whose bound the loop does not change
+/// and whose condition calls nothing; and nothing in it leaves it early (a break, a return).
+/// Training inside it is fine: a training loop ends alike on every process.
+bool runsAlikeEverywhere(const Stmt *Loop, ASTContext &Ctx) {
+  const Stmt *Body = nullptr;
+  if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
+    const auto *Named = dyn_cast<DeclRefExpr>(Range->getRangeInit()->IgnoreParenImpCasts());
+    const auto *Container = Named ? dyn_cast<VarDecl>(Named->getDecl()) : nullptr;
+    if (!Container || isBatchListLoop(Range, Ctx) || isShardedLoader(Container, Ctx) ||
+        isTrainingLoader(Container, Ctx) || changedInside(Container, Range->getBody(), Ctx)) {
+      return false;
+    }
+    Body = Range->getBody();
+  } else if (const auto *For = dyn_cast<ForStmt>(Loop)) {
+    const auto *Init = dyn_cast_or_null<DeclStmt>(For->getInit());
+    const auto *Counter =
+        Init && Init->isSingleDecl() ? dyn_cast<VarDecl>(Init->getSingleDecl()) : nullptr;
+    const auto *Condition =
+        For->getCond() ? dyn_cast<BinaryOperator>(For->getCond()->IgnoreParenImpCasts()) : nullptr;
+    if (!Counter || !Counter->getType()->isIntegerType() || !Condition ||
+        !Condition->isComparisonOp() || changedInside(Counter, For->getBody(), Ctx)) {
+      return false;
+    }
+    bool Uniform = true;
+    forEachStmt(Condition, [&](const Stmt *S) {
+      if (isa<CallExpr>(S)) {
+        Uniform = false;
+      } else if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
+        const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+        Uniform = Uniform && Var && (Var == Counter || !changedInside(Var, For->getBody(), Ctx));
+      }
+    });
+    if (!Uniform) {
+      return false;
+    }
+    Body = For->getBody();
+  } else {
+    return false;
+  }
+  return !leavesEarly(Body);
+}
+
+/// The loop's body, or null for anything else.
+const Stmt *loopBody(const DynTypedNode &Node) {
+  if (const auto *For = Node.get<ForStmt>()) {
+    return For->getBody();
+  }
+  if (const auto *Range = Node.get<CXXForRangeStmt>()) {
+    return Range->getBody();
+  }
+  if (const auto *While = Node.get<WhileStmt>()) {
+    return While->getBody();
+  }
+  if (const auto *Do = Node.get<DoStmt>()) {
+    return Do->getBody();
+  }
+  return nullptr;
+}
+
 /// The statement to guard for Code in Function (which has its own accelerator): the
 /// statement it is in that runs once each time Function does, taken whole with the loops and
 /// branches around Code. Why says why there is none.
@@ -450,10 +546,14 @@ const Stmt *statementToGuard(const Stmt *Code, const FunctionDecl *Function, AST
     } else if (Parent.get<LambdaExpr>()) {
       Why = "it is in a lambda";
       return nullptr;
-    } else if (Parent.get<ForStmt>() || Parent.get<CXXForRangeStmt>() || Parent.get<WhileStmt>() ||
-               Parent.get<DoStmt>() || Parent.get<IfStmt>() || Parent.get<SwitchStmt>() ||
-               Parent.get<CXXCatchStmt>()) {
-      Candidate = nullptr; // the loop or branch goes whole
+    } else if (const Stmt *Body = loopBody(Parent)) {
+      // In the body of a loop every process runs alike (a sweep, a k-fold loop) the guard
+      // goes inside it; any other loop goes whole.
+      if (Node.get<Stmt>() != Body || !runsAlikeEverywhere(Parent.get<Stmt>(), Ctx)) {
+        Candidate = nullptr;
+      }
+    } else if (Parent.get<IfStmt>() || Parent.get<SwitchStmt>() || Parent.get<CXXCatchStmt>()) {
+      Candidate = nullptr; // the branch goes whole
     }
     Node = Parent;
   }

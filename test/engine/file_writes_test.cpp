@@ -149,6 +149,26 @@ int main() {
   EXPECT_NE(reasons(*AST).find("it trains (backward at line"), std::string::npos) << reasons(*AST);
 }
 
+TEST(FileWrites, InALoopEveryProcessRunsAlikeTheGuardGoesInside) {
+  auto AST = accel::test::parseSnippet(program(WriteCsv, "", R"cpp(
+  std::vector<double> rates = {0.1, 0.2};
+  for (double rate : rates) {
+    write_csv("sweep.csv");
+  }
+  for (int fold = 0; fold < 2; ++fold) {
+    write_csv("fold.csv");
+    if (fold == 1) {
+      break; // may end early: the loop goes whole
+    }
+  }
+)cpp"));
+  ASSERT_TRUE(AST);
+  EXPECT_EQ(guardedText(*AST).count("write_csv(\"sweep.csv\")"), 1u);
+  EXPECT_EQ(guardedText(*AST).count("write_csv(\"fold.csv\")"), 0u);
+  EXPECT_EQ(guardedText(*AST).size(), 2u); // the sweep's call, and the whole fold loop
+  EXPECT_EQ(reasons(*AST), "");
+}
+
 TEST(FileWrites, AMainThatWritesFilesHostsTheAcceleratorAndGuardsThem) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + "#include <fstream>\n" + WriteCsv +
                                        "void train(const std::string &path) {\n"

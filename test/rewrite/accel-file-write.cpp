@@ -14,7 +14,7 @@
 // RUN: %accel-rewrite --rules=accel-file-write %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include 2> %t/again.txt
 // RUN: diff %t/out.cpp %t/again.cpp
 // RUN: grep -c warning: %t/again.txt | FileCheck %s --check-prefix=AGAIN
-// AGAIN: {{^}}5{{$}}
+// AGAIN: {{^}}6{{$}}
 // A file that does not train gets no warning.
 // RUN: %accel-rewrite --rules=accel-file-write %S/cli/Inputs/file_write_only.cpp -o %t/only.cpp -- %torch_flags 2> %t/only.txt
 // RUN: %not grep warning: %t/only.txt
@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 // A helper main calls once: guarded where it is called.
 void write_csv(const std::string &path) {
@@ -110,4 +111,32 @@ int main() {
   }
   std::fclose(config);
   log_later();
+  // A loop every process runs alike (a sweep over values, a counted k-fold loop): the guard
+  // goes inside it, around the write.
+  std::vector<double> rates = {0.1, 0.2};
+  for (double rate : rates) {
+    write_csv("rate" + std::to_string(rate) + ".csv");
+  }
+  // CHECK-FIXES: {{^}}  for (double rate : rates) {{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    accelerator.wait_for_everyone();{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    if (accelerator.is_main_process()) {{{$}}
+  // CHECK-FIXES-NEXT: {{^}}      write_csv("rate" + std::to_string(rate) + ".csv");{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    }{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    accelerator.wait_for_everyone();{{$}}
+  // CHECK-FIXES-NEXT: {{^}}  }{{$}}
+  for (int fold = 0; fold < 3; ++fold) {
+    write_csv("fold" + std::to_string(fold) + ".csv");
+  }
+  // CHECK-FIXES: {{^}}  for (int fold = 0; fold < 3; ++fold) {{{$}}
+  // CHECK-FIXES-NEXT: {{^}}    accelerator.wait_for_everyone();{{$}}
+  // A loop that may end at another step on another process goes whole, and here it changes
+  // what the code after it reads.
+  int left = 3;
+  while (left > 0) {
+    std::FILE *out = std::fopen("left.txt", "w");
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:22: warning: every process runs this file write {{.*}}: running line [[@LINE-2]] on the main process alone would not do: it changes 'left' (line [[@LINE+2]]), which the other processes would then not have. {{.*}} [accel-file-write]
+    std::fclose(out);
+    --left;
+  }
+  std::printf("%d\n", left);
 }
