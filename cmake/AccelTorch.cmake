@@ -174,10 +174,15 @@ message(STATUS "accel: LibTorch ${ACCEL_TORCH_VERSION} from ${Torch_DIR}")
 # 0.9 GB header costs seconds too, so files that do not include LibTorch are left without it
 # (SKIP_PRECOMPILE_HEADERS); clang's headers are not precompiled for the same reason: a 1 GB
 # header made small files of the tool ten times slower and the rules no faster.
-# accel_precompile_torch(TARGET [OWNER]): TARGET compiles with the precompiled <torch/torch.h>.
+# accel_precompile_torch(TARGET [OWNER]): TARGET compiles with the precompiled <torch/torch.h>,
+# an executable without debug information unless ACCEL_TEST_DEBUG_INFO (CMakeLists.txt says why).
 # OWNER builds it (accel_runtime; accel-selftest for the executables); the others reuse
 # accel-selftest's.
 function(accel_precompile_torch target)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_compile_options(${target} PRIVATE ${ACCEL_TEST_DEBUG_FLAGS})
+  endif()
   if(NOT ACCEL_PRECOMPILE_HEADERS)
     return()
   endif()
