@@ -82,6 +82,14 @@ const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {
   return *(Setups[Function] = std::move(Computed));
 }
 
+const CountedBatchLoop &AnalysisContext::countedBatchLoop(const clang::ForStmt *Loop) {
+  if (auto Found = CountedLoops.find(Loop); Found != CountedLoops.end()) {
+    return *Found->second;
+  }
+  auto Computed = std::make_unique<CountedBatchLoop>(analyzeCountedBatchLoop(Loop, Ctx));
+  return *(CountedLoops[Loop] = std::move(Computed));
+}
+
 const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl *Function) {
   if (auto Found = Members.find(Function); Found != Members.end()) {
     return *Found->second;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "analysis/CountedBatchLoops.h"
 #include "analysis/MemberTraining.h"
 #include "analysis/SetupFunction.h"
 
@@ -85,6 +86,8 @@ public:
   const SetupInfo &setup(const clang::FunctionDecl *Function);
   /// What a method prepares of its class's members (analysis/MemberTraining.h).
   const MemberTraining &memberTraining(const clang::FunctionDecl *Function);
+  /// What a for-loop is as a source of batches (analysis/CountedBatchLoops.h).
+  const CountedBatchLoop &countedBatchLoop(const clang::ForStmt *Loop);
   /// The plan of every training loop of the main file (analysis/TrainingPlan.h).
   const TrainingPlans &trainingPlans();
   /// Which statement runs each file write on the main process only (analysis/FileWrites.h).
@@ -97,6 +100,7 @@ private:
   std::unique_ptr<AcceleratorParameterAnalysis> Parameters;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<SetupInfo>> Setups;
   llvm::DenseMap<const clang::FunctionDecl *, std::unique_ptr<MemberTraining>> Members;
+  llvm::DenseMap<const clang::ForStmt *, std::unique_ptr<CountedBatchLoop>> CountedLoops;
   std::unique_ptr<TrainingPlans> Plans;
   std::unique_ptr<EntryHosting> Entry;
   std::unique_ptr<FileWriteGuards> Writes;

@@ -4,12 +4,14 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/CallGraph.h"
+#include "analysis/CountedBatchLoops.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
 #include "analysis/TrainingLoops.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Mutation.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
@@ -49,115 +51,6 @@ std::string lineOf(const Stmt *S, const ASTContext &Ctx) {
 bool isStandardStream(const VarDecl *Var) {
   static const llvm::StringSet<> Streams = {"cout", "cerr", "clog", "wcout", "wcerr"};
   return Var->isInStdNamespace() && Streams.contains(Var->getName());
-}
-
-/// Whether binding an argument to Type lets the callee change it: a reference or a pointer to
-/// something not const.
-bool bindsForChange(QualType Type) {
-  if (Type->isReferenceType()) {
-    return !Type.getNonReferenceType().isConstQualified();
-  }
-  return Type->isPointerType() && !Type->getPointeeType().isConstQualified();
-}
-
-/// The parameter Arg (an argument of Call) binds to, or null (a variadic argument).
-const ParmVarDecl *parameterOf(const CallExpr *Call, const Expr *Arg) {
-  const FunctionDecl *Callee = Call->getDirectCallee();
-  if (!Callee) {
-    return nullptr;
-  }
-  unsigned Shift = 0;
-  // A member operator's object is its first argument; the parameters start after it.
-  if (isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee)) {
-    Shift = 1;
-  }
-  for (unsigned I = 0; I < Call->getNumArgs(); ++I) {
-    if (Call->getArg(I) == Arg && I >= Shift && I - Shift < Callee->getNumParams()) {
-      return Callee->getParamDecl(I - Shift);
-    }
-  }
-  return nullptr;
-}
-
-/// Whether the expression Named (naming a variable) is used to change it: assigned,
-/// incremented, its address taken, bound to a reference or pointer that is not const, or the
-/// object of a method that is not const. Reading it is not.
-bool changesWhatItNames(const Expr *Named, ASTContext &Ctx) {
-  const Expr *E = Named;
-  while (true) {
-    const DynTypedNodeList Parents = Ctx.getParents(*E);
-    if (Parents.empty()) {
-      return false;
-    }
-    if (const auto *Var = Parents[0].get<VarDecl>()) {
-      // A range-for's hidden range variable binds the range whatever the loop does with it:
-      // the loop variable says whether elements are changed.
-      if (Var->isImplicit()) {
-        for (const DynTypedNode &Up : Ctx.getParents(*Var)) {
-          if (const auto *Loop = Up.get<DeclStmt>()) {
-            for (const DynTypedNode &Stmt : Ctx.getParents(*Loop)) {
-              if (const auto *For = Stmt.get<CXXForRangeStmt>()) {
-                return bindsForChange(For->getLoopVariable()->getType());
-              }
-            }
-          }
-        }
-      }
-      return bindsForChange(Var->getType());
-    }
-    const auto *Parent = Parents[0].get<Expr>();
-    if (!Parent) {
-      return false;
-    }
-    if (const auto *Cast = dyn_cast<ImplicitCastExpr>(Parent)) {
-      if (Cast->getCastKind() == CK_LValueToRValue) {
-        return false;
-      }
-    } else if (const auto *Member = dyn_cast<MemberExpr>(Parent)) {
-      if (const auto *Method = dyn_cast<CXXMethodDecl>(Member->getMemberDecl())) {
-        return !Method->isConst() && !Method->isStatic();
-      }
-    } else if (const auto *Unary = dyn_cast<UnaryOperator>(Parent)) {
-      if (Unary->isIncrementDecrementOp() || Unary->getOpcode() == UO_AddrOf) {
-        return true;
-      }
-    } else if (const auto *Binary = dyn_cast<BinaryOperator>(Parent)) {
-      return Binary->isAssignmentOp() && Binary->getLHS()->IgnoreParenImpCasts() == E;
-    } else if (const auto *Call = dyn_cast<CallExpr>(Parent)) {
-      const FunctionDecl *Callee = Call->getDirectCallee();
-      const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Call);
-      if (Operator && Callee && isa<CXXMethodDecl>(Callee) && Call->getNumArgs() > 0 &&
-          Call->getArg(0) == E) {
-        // `model->weight`, `*holder`: what is done with the object reached says.
-        if (Operator->getOperator() == OO_Arrow || Operator->getOperator() == OO_Star) {
-          E = Parent;
-          continue;
-        }
-        return !cast<CXXMethodDecl>(Callee)->isConst();
-      }
-      if (Call->getCallee() == E) {
-        return false;
-      }
-      const ParmVarDecl *Param = parameterOf(Call, E);
-      return Param ? bindsForChange(Param->getType()) : false;
-    } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(Parent)) {
-      const CXXConstructorDecl *Constructor = Construct->getConstructor();
-      for (unsigned I = 0; I < Construct->getNumArgs() && I < Constructor->getNumParams(); ++I) {
-        if (Construct->getArg(I) == E) {
-          return bindsForChange(Constructor->getParamDecl(I)->getType());
-        }
-      }
-      return false;
-    } else if (const auto *Subscript = dyn_cast<ArraySubscriptExpr>(Parent)) {
-      if (Subscript->getBase() != E) {
-        return false;
-      }
-    } else if (!isa<ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ExprWithCleanups>(
-                   Parent)) {
-      return false;
-    }
-    E = Parent;
-  }
 }
 
 /// Draws from the global random generator: torch's random functions and in-place samplers,
@@ -424,44 +317,12 @@ bool acceleratorDeclaredAfter(const FunctionDecl *Function, SourceLocation Loc,
   return After;
 }
 
-/// Whether S, in Scope, changes Var.
-bool changedInside(const VarDecl *Var, const Stmt *Scope, ASTContext &Ctx) {
-  bool Changed = false;
-  forEachStmt(Scope, [&](const Stmt *S) {
-    const auto *Ref = dyn_cast<DeclRefExpr>(S);
-    Changed = Changed || (Ref && Ref->getDecl() == Var && changesWhatItNames(Ref, Ctx));
-  });
-  return Changed;
-}
-
-/// Whether something in Body leaves the loop it is the body of early: a break of that loop
-/// (not of a loop or switch inside it), a return, a goto or a throw.
-bool leavesEarly(const Stmt *Body) {
-  bool Leaves = false;
-  std::function<void(const Stmt *, bool)> Walk = [&](const Stmt *S, bool Nested) {
-    if (!S || Leaves) {
-      return;
-    }
-    if (isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) || (!Nested && isa<BreakStmt>(S))) {
-      Leaves = true;
-      return;
-    }
-    const bool Inner = Nested || isa<ForStmt, CXXForRangeStmt, WhileStmt, DoStmt, SwitchStmt>(S);
-    for (const Stmt *Child : S->children()) {
-      Walk(Child, Inner);
-    }
-  };
-  for (const Stmt *Child : Body->children()) {
-    Walk(Child, false);
-  }
-  return Leaves;
-}
-
 /// A loop every process runs the same number of times, so that the waits of a guard inside
 /// it meet: a range-for over a variable that is no data loader or list of batches (the
 /// rates of a sweep, the folds of a k-fold loop) and that the loop does not change, or a
-/// counting for-loop (`for (int k = 0; k < folds; ++k)`) whose bound the loop does not change
-/// and whose condition calls nothing; and nothing in it leaves it early (a break, a return).
+/// counting for-loop (`for (int k = 0; k < folds; ++k)`) whose bound the loop does not change,
+/// whose condition calls nothing and that does not count through batches it shares
+/// (CountedBatchLoops.h); and nothing in it leaves it early (a break, a return).
 /// Training inside it is fine: a training loop ends alike on every process.
 bool runsAlikeEverywhere(const Stmt *Loop, ASTContext &Ctx) {
   const Stmt *Body = nullptr;
@@ -480,7 +341,8 @@ bool runsAlikeEverywhere(const Stmt *Loop, ASTContext &Ctx) {
     const auto *Condition =
         For->getCond() ? dyn_cast<BinaryOperator>(For->getCond()->IgnoreParenImpCasts()) : nullptr;
     if (!Counter || !Counter->getType()->isIntegerType() || !Condition ||
-        !Condition->isComparisonOp() || changedInside(Counter, For->getBody(), Ctx)) {
+        !Condition->isComparisonOp() || changedInside(Counter, For->getBody(), Ctx) ||
+        cutsSharedBatches(For, Ctx)) {
       return false;
     }
     bool Uniform = true;

@@ -3,6 +3,7 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/BatchValues.h"
+#include "analysis/CountedBatchLoops.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 
@@ -33,20 +34,31 @@ llvm::SmallVector<DynTypedNode, 8> ancestors(const DynTypedNode &Node, ASTContex
 
 bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
-    if (const auto *Loop = Ancestor.get<CXXForRangeStmt>();
-        Loop && iteratesShardedLoader(Loop, Ctx)) {
+    if (const auto *Loop = Ancestor.get<Stmt>(); Loop && iteratesShardedLoader(Loop, Ctx)) {
       return true;
     }
   }
   return false;
 }
 
+/// The for-loop whose header declares Var (`for (int64_t i = 0; ...)`), or null.
+const ForStmt *forLoopDeclaring(const VarDecl *Var, ASTContext &Ctx) {
+  for (const DynTypedNode &Declaration : Ctx.getParents(*Var)) {
+    for (const DynTypedNode &Parent : Ctx.getParents(Declaration)) {
+      if (const auto *Loop = Parent.get<ForStmt>();
+          Loop && Loop->getInit() == Declaration.get<Stmt>()) {
+        return Loop;
+      }
+    }
+  }
+  return nullptr;
+}
+
 /// Declared in the sharded loop's body: it lives for one batch (a loop counter, a per-batch
 /// value), not across the loop.
 bool declaredInsideShardedLoop(const VarDecl *Var, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Var), Ctx)) {
-    if (const auto *Loop = Ancestor.get<CXXForRangeStmt>();
-        Loop && iteratesShardedLoader(Loop, Ctx)) {
+    if (const auto *Loop = Ancestor.get<Stmt>(); Loop && iteratesShardedLoader(Loop, Ctx)) {
       return true;
     }
   }
@@ -78,8 +90,7 @@ bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
                    isa<DoStmt>(Loop))) {
       continue;
     }
-    if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop);
-        Range && iteratesShardedLoader(Range, Ctx)) {
+    if (iteratesShardedLoader(Loop, Ctx)) {
       return InnerLoop;
     }
     InnerLoop = true;
@@ -137,8 +148,12 @@ bool isConstantTensor(const Expr *E, ASTContext &Ctx) {
 
 } // namespace
 
-bool iteratesShardedLoader(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
-  return isShardedLoader(iteratedVar(Loop), Ctx, 0) || isBatchListLoop(Loop, Ctx);
+bool iteratesShardedLoader(const Stmt *Loop, ASTContext &Ctx) {
+  if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
+    return isShardedLoader(iteratedVar(Range), Ctx, 0) || isBatchListLoop(Range, Ctx);
+  }
+  const auto *Counted = dyn_cast<ForStmt>(Loop);
+  return Counted && cutsSharedBatches(Counted, Ctx);
 }
 
 namespace {
@@ -379,6 +394,9 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   }
   if (Tensor && (!Var->hasInit() || !isConstantTensor(Var->getInit(), Ctx))) {
     return Result; // `torch::Tensor loss;` assigned each batch: the last batch's (BatchValues.h)
+  }
+  if (const ForStmt *Loop = forLoopDeclaring(Var, Ctx); Loop && iteratesShardedLoader(Loop, Ctx)) {
+    return Result; // the counter of a loop that cuts its batches: it steps, it adds up nothing
   }
   const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
   if (!Function || !Function->getBody() || Function->isDependentContext()) {

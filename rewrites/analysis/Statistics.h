@@ -23,10 +23,12 @@
 
 namespace accel::rewrites {
 
-/// A range-for over a training loader: one made by make_data_loader that accel-data-loader
-/// shards, one made by accelerator.prepare_data_loader, or a parameter that such a loader is
-/// passed to.
-bool iteratesShardedLoader(const clang::CXXForRangeStmt *Loop, clang::ASTContext &Ctx);
+/// A loop over this process's share of the batches: a range-for over a training loader (one
+/// made by make_data_loader that accel-data-loader shards, one made by
+/// accelerator.prepare_data_loader, or a parameter that such a loader is passed to) or over a
+/// list of batches it shares, or a for-loop that cuts its batches by a counter
+/// (CountedBatchLoops.h).
+bool iteratesShardedLoader(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
 /// How a read of a running statistic combines across processes: Op is "sum" (it adds up a
 /// value per sample, BatchValues.h), "mean" (it adds up per-batch means) or "" (not a running

@@ -345,7 +345,9 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     Problem("the batches " + Where + " come from " + Source +
             ", which accel-rewrite cannot shard: every process would train on all of it; "
             "iterate a loader made with torch::data::make_data_loader (declared auto) or a "
-            "std::vector of batches by name (accelerator.prepare_batches shards it), or "
+            "std::vector of batches by name (accelerator.prepare_batches shards it), cut "
+            "each batch from tensors held whole with the counter of a loop `for (int64_t i = "
+            "0; i < n; i += batch)` (t.slice(0, i, i + batch), t.narrow(0, i, batch)), or "
             "give each process its part by hand (accelerator.process_index(), "
             "accelerator.num_processes())");
   };
@@ -364,6 +366,17 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   if (Plan.Kind == LoopPlan::Loop) {
     const CXXForRangeStmt *Nearest = nullptr;
     Plan.Loader = shardedLoaderAround(Plan.Unit, Ctx, Nearest);
+    if (const auto *For = dyn_cast<ForStmt>(Plan.Unit); For && !Plan.Loader) {
+      // A counter that cuts the batches from tensors held whole (analysis/CountedBatchLoops.h).
+      if (const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(For);
+          Counted.Counted) {
+        if (!Counted.Problem.empty()) {
+          Problem(Counted.Problem);
+        }
+        Plan.Loader = Counted.Counter;
+        return;
+      }
+    }
     if (!Plan.Loader) {
       NoShard(Nearest, "of this training loop");
     }

@@ -49,7 +49,8 @@ struct LoopPlan {
   /// The function that creates them, where accelerator.prepare is (or goes).
   const clang::FunctionDecl *Setup = nullptr;
   /// The loader whose batches the unit trains on, as created; for a list of batches the
-  /// program made (accelerator.prepare_batches), the list's variable.
+  /// program made (accelerator.prepare_batches), the list's variable; for a loop that cuts
+  /// its batches by a counter (accelerator.batch_range), the counter.
   const clang::VarDecl *Loader = nullptr;
   /// Why the unit cannot be rewritten right, and what to do by hand; empty when it can.
   std::string Problem;

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/AnalysisContext.h"
+#include "analysis/CountedBatchLoops.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -200,6 +202,69 @@ bool feedsTrainingLoader(const VarDecl *Var, const FunctionDecl *Function, const
   return Found;
 }
 
+/// Whether Inner lies inside Outer in the source.
+bool within(const Stmt *Inner, const Stmt *Outer, const SourceManager &SM) {
+  return Outer && !SM.isBeforeInTranslationUnit(Inner->getBeginLoc(), Outer->getBeginLoc()) &&
+         !SM.isBeforeInTranslationUnit(Outer->getEndLoc(), Inner->getEndLoc());
+}
+
+/// Whether Var is only read as the bound of loops that cut their batches by a counter
+/// (`num_batches` in `for (b = 0; b < num_batches; ++b)`): the number of batches at the
+/// batch size, which batch_range shares, so computing it from the batch size is right.
+bool onlyBoundsCountedLoops(const VarDecl *Var, const FunctionDecl *Function, ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  llvm::SmallVector<const Expr *, 2> Bounds;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    if (const auto *Loop = dyn_cast<ForStmt>(S); Loop && cutsSharedBatches(Loop, Ctx)) {
+      Bounds.push_back(AnalysisContext::of(Ctx).countedBatchLoop(Loop).End);
+    }
+  });
+  bool Other = false, Any = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (!Ref || Ref->getDecl() != Var) {
+      return;
+    }
+    Any = true;
+    Other =
+        Other || llvm::none_of(Bounds, [&](const Expr *Bound) { return within(Ref, Bound, SM); });
+  });
+  return Any && !Other;
+}
+
+/// Ref names a variable that sizes the batches of a loop in Function that cuts them by a
+/// counter (CountedBatchLoop::BatchSizes), outside that loop's header and cuts (which stay
+/// right as written) and outside the initializer of a variable that only bounds such loops.
+bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const DeclRefExpr *Ref,
+                      ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  bool Found = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Loop = dyn_cast<ForStmt>(S);
+    if (Found || !Loop || !cutsSharedBatches(Loop, Ctx)) {
+      return;
+    }
+    const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(Loop);
+    if (!llvm::is_contained(Counted.BatchSizes, Var) || within(Ref, Loop->getInit(), SM) ||
+        within(Ref, Loop->getCond(), SM) || within(Ref, Loop->getInc(), SM)) {
+      return;
+    }
+    Found = llvm::none_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); });
+  });
+  if (!Found) {
+    return false;
+  }
+  // `const int64_t num_batches = N / batch_size;` read only as such a loop's bound.
+  for (DynTypedNode Current = DynTypedNode::create(*Ref);;) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty() || Parents[0].get<Stmt>() == nullptr) {
+      const auto *Declared = Parents.empty() ? nullptr : Parents[0].get<VarDecl>();
+      return !Declared || !onlyBoundsCountedLoops(Declared, Function, Ctx);
+    }
+    Current = Parents[0];
+  }
+}
+
 /// Arithmetic with the variable that sets a training loader's batch size (`n / batch_size`
 /// steps per epoch, `seen += batch_size`): it is one process's batch in the default loader mode
 /// and the global batch under split_batches.
@@ -226,9 +291,50 @@ AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
       return false;
     }
     const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-    return Function && Function->getBody() && feedsTrainingLoader(Var, Function, &Node, Ctx);
+    return Function && Function->getBody() &&
+           (feedsTrainingLoader(Var, Function, &Node, Ctx) ||
+            sizesCountedLoop(Var, Function, &Node, Ctx));
   }
   return false;
+}
+
+AST_MATCHER(ForStmt, cutsSharedBatchesByCounter) {
+  return cutsSharedBatches(&Node, Finder->getASTContext());
+}
+
+/// A loop that cuts its batches by a counter, shared: its header runs this process's
+/// iterations, and each cut takes this process's rows of the batch.
+///   for (int64_t i = 0; i < n; i += b)  ->  for (int64_t i : accelerator.batch_range(0, n, b))
+///   X.slice(0, i, i + b)                ->  accelerator.batch_rows(X.slice(0, i, i + b))
+llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &Match) {
+  const auto *Loop = Match.Nodes.getNodeAs<ForStmt>("counted");
+  ASTContext &Ctx = *Match.Context;
+  const SourceManager &SM = *Match.SourceManager;
+  const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(Loop);
+  // The counter's declaration as written up to its name (`int64_t i`, `auto b`).
+  const SourceLocation NameEnd =
+      Lexer::getLocForEndOfToken(Counted.Counter->getLocation(), 0, SM, Ctx.getLangOpts());
+  const std::string Declared =
+      Lexer::getSourceText(CharSourceRange::getCharRange(Loop->getInit()->getBeginLoc(), NameEnd),
+                           SM, Ctx.getLangOpts())
+          .str();
+  std::string Range = Declared + " : accelerator.batch_range(" + sourceText(Counted.Begin, Ctx) +
+                      ", " + sourceText(Counted.End, Ctx);
+  if (Counted.Step) {
+    Range += ", " + sourceText(Counted.Step, Ctx);
+  }
+  llvm::SmallVector<Edit, 1> Edits;
+  Edit Header;
+  Header.Range =
+      CharSourceRange::getTokenRange(Loop->getInit()->getBeginLoc(), Loop->getInc()->getEndLoc());
+  Header.Replacement = Range + ")";
+  Edits.push_back(Header);
+  for (const CXXMemberCallExpr *Cut : Counted.Cuts) {
+    Edits.push_back(insertionAt(Cut->getBeginLoc(), "accelerator.batch_rows("));
+    Edits.push_back(
+        insertionAt(Lexer::getLocForEndOfToken(Cut->getEndLoc(), 0, SM, Ctx.getLangOpts()), ")"));
+  }
+  return Edits;
 }
 
 } // namespace
@@ -256,6 +362,15 @@ Rule makeDataLoaderRule() {
       BatchList, changeTo(node("list"), cat("accelerator.prepare_batches(", node("list"), ")")),
       explain("list", "each process trains on its share of these batches (every N-th one, or "
                       "its rows of each under split_batches), moved to accelerator.device()"));
+  // A training loop that cuts its batches by a counter (analysis/CountedBatchLoops.h).
+  auto Counted = makeRule(
+      forStmt(inUserCode(), forFunction(acceleratorFunction()), cutsSharedBatchesByCounter())
+          .bind("counted"),
+      EditGenerator(countedLoopEdits),
+      explain("counted", "each process runs its share of this loop's batches "
+                         "(accelerator.batch_range: every N-th one, or all of them under "
+                         "split_batches) and cuts its rows of each (accelerator.batch_rows: the "
+                         "whole batch, or its part under split_batches)"));
   auto ListRead = makeRule(
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsListInsideItsLoop())
           .bind("read"),
@@ -269,17 +384,22 @@ Rule makeDataLoaderRule() {
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), computesWithTrainingBatchSize())
           .bind("size"),
       noEdits(), finding(Finding::Warning, "size", [](const MatchResult &Match) {
-        std::string Name = Match.Nodes.getNodeAs<DeclRefExpr>("size")->getDecl()->getNameAsString();
+        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("size");
+        std::string Name = Ref->getDecl()->getNameAsString();
+        const auto *Function = cast<FunctionDecl>(Ref->getDecl()->getDeclContext());
+        const bool Loader =
+            feedsTrainingLoader(cast<VarDecl>(Ref->getDecl()), Function, Ref, *Match.Context);
         return "'" + Name +
-               "' sets a training loader's batch size, and this computes with it: by default "
-               "each process takes batches of " +
-               Name + " (the global batch is " + Name +
+               (Loader ? "' sets a training loader's batch size"
+                       : "' sizes the batches a training loop cuts by its counter") +
+               ", and this computes with it: by default each process takes batches of " + Name +
+               " (the global batch is " + Name +
                " times accelerator.num_processes()), so a number of steps or samples computed "
                "from it is one process's share; under split_batches (accel launch "
                "--split_batches) it stays the global batch, as written. Count the steps in "
                "the loop, or launch with --split_batches";
       }));
-  return applyFirst<Finding>({Loaders, Lists, ListRead, BatchSizeArithmetic});
+  return applyFirst<Finding>({Loaders, Lists, Counted, ListRead, BatchSizeArithmetic});
 }
 
 } // namespace accel::rewrites

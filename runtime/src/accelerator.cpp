@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <sstream>
 #include <unordered_set>
@@ -389,6 +390,15 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
       }
       indices.assign(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
     };
+    loader_context->synchronise_random_state = [weak_group]() {
+      auto group = weak_group.lock();
+      TORCH_CHECK(group, "accelerate: a batch_range outlived its Accelerator");
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      auto state = generator.get_state();
+      group->broadcast(state, 0, "broadcast of the random generator's state");
+      generator.set_state(state);
+    };
   }
   // Counted last: a constructor that throws leaves no live Accelerator behind.
   ++g_live_accelerators;
@@ -433,6 +443,23 @@ void Accelerator::prepare_optimizer(torch::optim::Optimizer &optimizer) {
 
 void Accelerator::prepare_scheduler(torch::optim::LRScheduler &scheduler) {
   runtime_->prepared.training.add_scheduler(scheduler);
+}
+
+torch::Tensor Accelerator::batch_rows(const torch::Tensor &batch) {
+  auto &context = *runtime_->prepared.loader_context;
+  if (!context.split_batches || context.world_size == 1) {
+    return batch;
+  }
+  bool repeated = false;
+  auto rows = detail::rows_of_process(batch, context.rank, context.world_size, repeated);
+  if (repeated && !context.noted_repeated_iterations) {
+    context.noted_repeated_iterations = true;
+    std::cerr << "accel: note: process " << context.rank << " got no row of a batch of "
+              << batch.size(0) << " rows split among " << context.world_size
+              << " processes (split_batches) and computes on one row again; a data set size "
+                 "that is a multiple of the batch size avoids such a last batch.\n";
+  }
+  return rows;
 }
 
 std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {

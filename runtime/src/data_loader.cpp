@@ -1,7 +1,7 @@
 #include "accelerate/data_loader.h"
 
 #include <iostream>
-
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -119,4 +119,96 @@ void check_split_batch_size(size_t batch_size, int world_size) {
       "ACCELERATE_SPLIT_BATCHES, accel launch --split_batches)");
 }
 
+std::vector<int64_t> plan_iterations(int64_t iterations, int rank, int world_size,
+                                     bool even_batches, bool split_batches) {
+  std::vector<int64_t> picks;
+  if (iterations <= 0) {
+    return picks;
+  }
+  if (split_batches || world_size == 1) {
+    picks.resize(static_cast<size_t>(iterations));
+    std::iota(picks.begin(), picks.end(), int64_t{0});
+    return picks;
+  }
+  int64_t count = iterations;
+  if (even_batches && count % world_size != 0) {
+    count = (count + world_size - 1) / world_size * world_size; // wraps around to the first
+  }
+  for (int64_t k = rank; k < count; k += world_size) {
+    picks.push_back(k % iterations);
+  }
+  return picks;
+}
+
+torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_size,
+                              bool &repeated) {
+  repeated = false;
+  const int64_t rows = batch.dim() > 0 ? batch.size(0) : 0;
+  if (world_size == 1 || rows == 0) {
+    return batch;
+  }
+  const int64_t begin = rank * rows / world_size, end = (rank + 1) * rows / world_size;
+  if (begin == end) {
+    repeated = true;
+    return batch.slice(0, rank % rows, rank % rows + 1);
+  }
+  return batch.slice(0, begin, end);
+}
+
 } // namespace accelerate::detail
+
+namespace accelerate {
+
+BatchRange::BatchRange(int64_t begin, int64_t end, int64_t step,
+                       std::shared_ptr<detail::LoaderContext> context)
+    : begin_(begin), step_(step), context_(std::move(context)) {
+  if (step <= 0) {
+    throw std::invalid_argument("accelerate: batch_range: the step must be positive, not " +
+                                std::to_string(step));
+  }
+  const int64_t iterations = end > begin ? (end - begin + step - 1) / step : 0;
+  picks_ = detail::plan_iterations(iterations, context_->rank, context_->world_size,
+                                   context_->even_batches, context_->split_batches);
+  const int64_t runs = static_cast<int64_t>(picks_.size()) * context_->world_size;
+  if (!context_->split_batches && context_->world_size > 1 && runs > iterations &&
+      context_->rank == 0 && !context_->noted_repeated_iterations) {
+    context_->noted_repeated_iterations = true;
+    std::cerr << "accel: note: a loop's " << iterations << " batches do not divide among the "
+              << context_->world_size << " processes: the first " << runs - iterations
+              << " are run again so that every process runs as many (even_batches, as in "
+                 "Accelerate); a number of batches that is a multiple of "
+              << context_->world_size << " makes the run match one process exactly.\n";
+  }
+}
+
+BatchRange::Iterator BatchRange::begin() {
+  finished_ = false;
+  context_->end_of_dataloader = false;
+  return Iterator(this, 0);
+}
+
+int64_t BatchRange::Iterator::operator*() const {
+  range_->context_->end_of_dataloader = at_ + 1 == range_->picks_.size();
+  range_->context_->remainder = -1;
+  return range_->begin_ + range_->picks_[at_] * range_->step_;
+}
+
+bool BatchRange::Iterator::operator==(const Iterator &other) const {
+  const bool equal = at_ == other.at_;
+  if (equal && at_ == range_->picks_.size()) {
+    range_->finish_pass();
+  }
+  return equal;
+}
+
+void BatchRange::finish_pass() {
+  if (finished_) {
+    return;
+  }
+  finished_ = true;
+  if (context_->synchronise_random_state) {
+    context_->synchronise_random_state();
+  }
+}
+
+} // namespace accelerate

@@ -245,6 +245,7 @@ const Program kPrinting[] = {
     {"warmup_step_blog", true, false},   {"two_steps_tabs", true, false},
     {"kfold_learner", true, true},       {"distill_try_tabs", true, false},
     {"csv_roundtrip", true, false},      {"cache_json_tabs", true, true},
+    {"permutation_course", true, false}, {"narrow_epochs_tabs", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

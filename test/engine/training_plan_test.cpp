@@ -116,7 +116,7 @@ void other() {
   EXPECT_FALSE(Declined("torch::data::make_data_loader(make_dataset(), 2);\n  for"));
 }
 
-TEST(TrainingPlan, DeclinesBatchesNoRuleShardsAndPlansAStepOutsideLoops) {
+TEST(TrainingPlan, DeclinesBatchesNoRuleSharesAndPlansAStepOutsideLoops) {
   auto AST = accel::test::parseSnippet(std::string(NetModel) + R"cpp(
 #include <vector>
 void permutation_batches() {
@@ -127,6 +127,17 @@ void permutation_batches() {
   for (int64_t start = 0; start < 8; start += 2) {
     model->forward(rows.index_select(0, order.slice(0, start, start + 2))).sum().backward();
     optimizer.step();
+  }
+}
+void while_batches() {
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto rows = torch::ones({8, 4});
+  int64_t start = 0;
+  while (start < 8) {
+    model->forward(rows.slice(0, start, start + 2)).sum().backward();
+    optimizer.step();
+    start += 2;
   }
 }
 void one_step() {
@@ -163,15 +174,21 @@ void vector_batches() {
   ASSERT_TRUE(AST);
   const TrainingPlans &Plans = AnalysisContext::of(AST->getASTContext()).trainingPlans();
   const LoopPlan *Permutation = planIn(Plans, "permutation_batches");
+  const LoopPlan *While = planIn(Plans, "while_batches");
   const LoopPlan *Step = planIn(Plans, "one_step");
   const LoopPlan *Vector = planIn(Plans, "vector_batches");
   ASSERT_NE(Permutation, nullptr);
+  ASSERT_NE(While, nullptr);
   ASSERT_NE(Step, nullptr);
   ASSERT_NE(Vector, nullptr);
-  EXPECT_NE(Permutation->Problem.find("come from a loop over no loader, which accel-rewrite "
-                                      "cannot shard"),
+  // A permutation cut by the loop's counter is shared through it (CountedBatchLoops.h).
+  EXPECT_TRUE(Permutation->sound()) << Permutation->Problem;
+  ASSERT_NE(Permutation->Loader, nullptr);
+  EXPECT_EQ(Permutation->Loader->getName(), "start");
+  EXPECT_NE(While->Problem.find("come from a loop over no loader, which accel-rewrite "
+                                "cannot shard"),
             std::string::npos)
-      << Permutation->Problem;
+      << While->Problem;
   // A step written out where its optimizer is made: planned whole, on the batch as written.
   EXPECT_EQ(Step->Kind, LoopPlan::StraightLine);
   EXPECT_TRUE(Step->sound()) << Step->Problem;

@@ -100,6 +100,54 @@ void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
   std::cout << evaluated << "\n";
 }
 
+// Batches cut by a loop's counter from tensors held whole (a permutation's slice, narrow, a
+// Slice index): the loop runs this process's share of the iterations and each cut takes its
+// rows. Arithmetic with the step elsewhere is warned about, as with a loader's batch size.
+void counted_batches(torch::nn::Linear &model, torch::optim::Optimizer &optimizer,
+                     int64_t batch) {
+  auto inputs = torch::randn({10, 4});
+  auto targets = torch::randn({10, 1});
+  const int64_t n = inputs.size(0);
+  const int64_t steps = n / batch;
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:29: warning: 'batch' sizes the batches a training loop cuts by its counter, and this computes with it{{.*}} [accel-data-loader]
+  for (int epoch = 0; epoch < steps; ++epoch) {
+    auto order = torch::randperm(n);
+    for (int64_t i = 0; i < n; i += batch) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n, batch)) {
+      auto idx = order.slice(0, i, std::min(i + batch, n));
+      // CHECK-FIXES: {{^}}      auto idx = accelerator.batch_rows(order.slice(0, i, std::min(i + batch, n)));
+      optimizer.zero_grad();
+      (model(inputs.index_select(0, idx)) - targets.index_select(0, idx)).pow(2).mean().backward();
+      optimizer.step();
+    }
+    // The number of batches, computed from their size only to bound the loop: right as it is.
+    const int64_t rows_per_batch = 5;
+    const int64_t count = n / rows_per_batch;
+    for (int b = 0; b < count; ++b) {
+      // CHECK-FIXES: {{^}}    for (int b : accelerator.batch_range(0, count)) {
+      auto x = inputs.narrow(0, b * rows_per_batch, rows_per_batch), y = targets.narrow(0, b * 5, 5);
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(inputs.narrow(0, b * rows_per_batch, rows_per_batch)), y = accelerator.batch_rows(targets.narrow(0, b * 5, 5));
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
+    for (int64_t start = 2; start < n; start = start + 4) {
+      // CHECK-FIXES: {{^}}    for (int64_t start : accelerator.batch_range(2, n, 4)) {
+      using torch::indexing::Slice;
+      auto x = inputs.index({Slice(start, start + 4), Slice()});
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(inputs.index({Slice(start, start + 4), Slice()}));
+      optimizer.zero_grad();
+      model(x).sum().backward();
+      optimizer.step();
+    }
+  }
+  // Cuts that evaluation makes are no batches of training: left as they are.
+  for (int64_t i = 0; i < n; i += 5) {
+    // CHECK-FIXES: {{^}}  for (int64_t i = 0; i < n; i += 5) {
+    std::cout << model(inputs.slice(0, i, i + 5)).sum().item<double>() << "\n";
+  }
+}
+
 // Arithmetic with a training loader's batch size: one process's batch by default, the global
 // batch under split_batches; warned. Printing it, or the data set's size, is not.
 void schedule_length(torch::nn::Linear &model, torch::optim::Optimizer &optimizer, int64_t batch,
@@ -168,6 +216,7 @@ int main() {
     }
   }
   hand_made(model, optimizer);
+  counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {

@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <vector>
 
 struct Net : torch::nn::Module {
@@ -84,18 +85,38 @@ void model_outside() {
   fit(model, *loader);
 }
 
-// Batches sliced by hand from an index permutation: no rule shards them.
+// Batches cut by hand with a loop's counter that the loop also uses for something else (a
+// progress line): each process would run other iterations than the original, so the loop is
+// declined. One that leaves early is too.
 void permutation_batches() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto inputs = torch::randn({16, 4});
   auto order = torch::randperm(16);
   for (int64_t start = 0; start < 16; start += 4) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from a loop over no loader, which accel-rewrite cannot shard: every process would train on all of it; iterate a loader made with torch::data::make_data_loader (declared auto) or a std::vector of batches by name (accelerator.prepare_batches shards it), or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop cuts its batches with 'start', and uses 'start' for something else too (line [[@LINE+7]]): accel-rewrite shares the loop by running each process's share of the iterations, where that use would see other values than in the original; count with a variable of your own and use 'start' only to cut the batch; or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
     auto batch = inputs.index_select(0, order.slice(0, start, start + 4));
+    // CHECK-FIXES: {{^}}    auto batch = inputs.index_select(0, order.slice(0, start, start + 4));
     optimizer.zero_grad();
     model->forward(batch).sum().backward();
     // CHECK-FIXES: {{^}}    model->forward(batch).sum().backward();
+    optimizer.step();
+    std::printf("%lld\n", static_cast<long long>(start));
+  }
+}
+void early_exit_batches() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto inputs = torch::randn({16, 4});
+  for (int64_t b = 0; b < 4; ++b) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop over batches can leave early (a break, a return){{.*}} [accel-training-loop]
+    auto loss = model->forward(inputs.slice(0, b * 4, b * 4 + 4)).sum();
+    // CHECK-FIXES: {{^}}    auto loss = model->forward(inputs.slice(0, b * 4, b * 4 + 4)).sum();
+    if (loss.item<double>() < -1e9) {
+      break;
+    }
+    optimizer.zero_grad();
+    loss.backward();
     optimizer.step();
   }
 }
@@ -172,6 +193,7 @@ int main() {
   kfold();
   model_outside();
   permutation_batches();
+  early_exit_batches();
   straight_line();
   Trainer().train();
   // CHECK-FIXES: {{^}}  Trainer().train(accelerator);

@@ -461,4 +461,112 @@ TEST(PreparedBatches, OneProcessTakesEveryBatchAsItIs) {
   }
 }
 
+// batch_range and batch_rows: a loop that cuts its batches itself from a tensor it holds whole
+// (`for (i = 0; i < n; i += b) x = data.slice(0, i, i + b)`), shared like a list of batches.
+std::vector<std::vector<int64_t>> rows_cut(accelerate::Accelerator &accelerator, int64_t n,
+                                           int64_t batch, bool &ended) {
+  const auto data = torch::arange(n);
+  std::vector<std::vector<int64_t>> seen;
+  for (int64_t i : accelerator.batch_range(0, n, batch)) {
+    const auto x = accelerator.batch_rows(data.slice(0, i, std::min(i + batch, n)));
+    seen.emplace_back(x.data_ptr<int64_t>(), x.data_ptr<int64_t>() + x.numel());
+    auto guard = accelerator.accumulate();
+    ended = accelerator.sync_gradients();
+  }
+  return seen;
+}
+
+TEST(BatchRange, IterationKGoesToProcessKModNAndTheFirstAreRepeatedToEvenThemOut) {
+  using V = std::vector<int64_t>;
+  using accelerate::detail::plan_iterations;
+  EXPECT_EQ(plan_iterations(5, 0, 2, true, false), (V{0, 2, 4}));
+  EXPECT_EQ(plan_iterations(5, 1, 2, true, false), (V{1, 3, 0}));
+  EXPECT_EQ(plan_iterations(5, 1, 2, false, false), (V{1, 3}));
+  EXPECT_EQ(plan_iterations(5, 1, 2, true, true), (V{0, 1, 2, 3, 4}));
+  EXPECT_EQ(plan_iterations(0, 0, 2, true, false), V{});
+  EXPECT_EQ(plan_iterations(3, 0, 1, true, false), (V{0, 1, 2}));
+  // Rows of a batch: equal parts, one more for the first processes, and a row again for a
+  // process that would get none (fewer rows than processes).
+  bool repeated = false;
+  const auto rows = torch::arange(5);
+  EXPECT_TRUE(
+      torch::equal(accelerate::detail::rows_of_process(rows, 0, 2, repeated), torch::arange(0, 2)));
+  EXPECT_TRUE(
+      torch::equal(accelerate::detail::rows_of_process(rows, 1, 2, repeated), torch::arange(2, 5)));
+  EXPECT_FALSE(repeated);
+  EXPECT_TRUE(torch::equal(accelerate::detail::rows_of_process(torch::arange(1), 1, 2, repeated),
+                           torch::arange(1)));
+  EXPECT_FALSE(repeated);
+  EXPECT_TRUE(torch::equal(accelerate::detail::rows_of_process(torch::arange(1), 0, 2, repeated),
+                           torch::arange(1)));
+  EXPECT_TRUE(repeated);
+}
+
+TEST(BatchRange, EveryNthBatchCutOnTwoProcessesAndTheRandomStateSharedAfterThePass) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator(long_cycles());
+    torch::manual_seed(peer.rank == 0 ? 1 : 2); // drawn apart on purpose
+    bool ended = false;
+    testing::internal::CaptureStderr();
+    const auto seen = rows_cut(accelerator, 9, 2, ended);
+    const std::string note = testing::internal::GetCapturedStderr();
+    using V = std::vector<std::vector<int64_t>>;
+    if (peer.rank == 0) {
+      EXPECT_EQ(seen, (V{{0, 1}, {4, 5}, {8}}));
+      EXPECT_NE(note.find("a loop's 5 batches do not divide among the 2 processes: the first 1 "
+                          "are run again"),
+                std::string::npos)
+          << note;
+    } else {
+      EXPECT_EQ(seen, (V{{2, 3}, {6, 7}, {0, 1}}));
+      EXPECT_EQ(note, "");
+    }
+    EXPECT_TRUE(ended); // the last batch closes an accumulation cycle, as a loader's
+    // The next epoch's permutation is the same on both processes.
+    const auto perm = torch::randperm(1000);
+    EXPECT_TRUE(torch::equal(accelerator.reduce(perm.to(torch::kDouble), "sum"),
+                             perm.to(torch::kDouble) * 2));
+    // A step of 1 counts batches (`x = data.narrow(0, b * size, size)`).
+    std::vector<int64_t> picked;
+    for (int64_t b : accelerator.batch_range(0, 4)) {
+      picked.push_back(b);
+    }
+    EXPECT_EQ(picked, (peer.rank == 0 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{1, 3}));
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(BatchRange, SplitBatchesRunEveryIterationOnItsRows) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    accelerate::Accelerator accelerator(long_cycles(split_batches()));
+    bool ended = false;
+    const auto seen = rows_cut(accelerator, 10, 4, ended);
+    using V = std::vector<std::vector<int64_t>>;
+    if (peer.rank == 0) {
+      EXPECT_EQ(seen, (V{{0, 1}, {4, 5}, {8}}));
+    } else {
+      EXPECT_EQ(seen, (V{{2, 3}, {6, 7}, {9}}));
+    }
+    EXPECT_TRUE(ended);
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(BatchRange, OneProcessRunsTheLoopAsWrittenAndABadStepIsRefused) {
+  accelerate::Accelerator accelerator(long_cycles());
+  bool ended = false;
+  EXPECT_EQ(rows_cut(accelerator, 5, 2, ended),
+            (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4}}));
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(accelerator.batch_range(3, 3, 1).size(), 0u);
+  EXPECT_EQ(accelerator.batch_range(5, 2, 1).size(), 0u);
+  try {
+    accelerator.batch_range(0, 4, 0);
+    FAIL() << "a step of 0 was taken";
+  } catch (const std::invalid_argument &error) {
+    EXPECT_NE(std::string(error.what()).find("the step must be positive, not 0"),
+              std::string::npos);
+  }
+}
+
 } // namespace

@@ -104,6 +104,20 @@ public:
     return BatchShard<Batch>(std::move(batches), loader_context());
   }
 
+  /// A training loop that cuts its batches itself, by a counter, from tensors it holds whole:
+  ///   for (int64_t i : accelerator.batch_range(0, n, batch_size)) {
+  ///     auto idx = accelerator.batch_rows(perm.slice(0, i, std::min(i + batch_size, n)));
+  /// batch_range(begin, end, step) gives the counter values this process runs, shared as a
+  /// prepared loader shares its batches (iteration k to process k % N, with even_batches the
+  /// first ones repeated until every process has as many; all of them under split_batches);
+  /// batch_rows takes this process's rows of a batch under split_batches and returns it whole
+  /// otherwise. At the end of each pass the CPU random generator is made process 0's on every
+  /// process (BatchRange says why). The step must be positive.
+  BatchRange batch_range(int64_t begin, int64_t end, int64_t step = 1) {
+    return BatchRange(begin, end, step, loader_context());
+  }
+  torch::Tensor batch_rows(const torch::Tensor &batch);
+
   // ---- training step -------------------------------------------------------------------
   /// Runs backward and completes the gradient all-reduce that started during it, so that
   /// optimizer.step() reads averaged gradients; with Options::broadcast_buffers, the prepared

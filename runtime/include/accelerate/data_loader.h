@@ -43,6 +43,11 @@ struct LoaderContext {
   bool split_batches = false;
   /// Replaces `indices` on every process with process 0's.
   std::function<void(std::vector<int64_t> &indices)> broadcast_indices;
+  /// Gives every process process 0's state of the CPU random generator (BatchRange, at the end
+  /// of each pass).
+  std::function<void()> synchronise_random_state;
+  /// Whether the main process has said that a counted loop's iterations were repeated.
+  bool noted_repeated_iterations = false;
   /// Every loader made by the accelerator, in order of creation (for checkpoints).
   std::vector<std::weak_ptr<LoaderProgress>> loaders;
 
@@ -72,6 +77,17 @@ void note_repeated_samples(size_t repeated, size_t samples, size_t global_batch)
 /// drops it, and neither cuts it as it is (processes past its end get one batch fewer).
 ShardPlan plan_shard(const std::vector<int64_t> &order, size_t batch_size, int rank, int world_size,
                      bool even_batches, bool drop_last, bool split_batches = false);
+
+/// The iterations of a counted loop that this process runs (BatchRange): iteration k goes to
+/// process k % world_size; with even_batches the first iterations are repeated until every
+/// process has as many; with split_batches (or one process) every process runs all of them.
+std::vector<int64_t> plan_iterations(int64_t iterations, int rank, int world_size,
+                                     bool even_batches, bool split_batches);
+
+/// This process's rows of a batch (Accelerator::batch_rows): rows [rank*R/N, (rank+1)*R/N)
+/// of R; a process left without a row (R < N) gets row rank % R again, so that none computes
+/// on an empty batch. `repeated` is set when that happens.
+torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_size, bool &repeated);
 
 /// Throws std::invalid_argument, saying what to do, when split_batches cannot split batches of
 /// `batch_size` evenly across `world_size` processes.
@@ -442,6 +458,59 @@ private:
   std::vector<Batch> batches_;
   std::vector<size_t> picks_;
   std::shared_ptr<detail::LoaderContext> context_;
+};
+
+/// The values of a counted loop's counter that this process runs, from
+/// Accelerator::batch_range: the loop `for (i = begin; i < end; i += step)` has iterations
+/// k = 0, 1, ... with values begin + k*step, and they are shared as a prepared loader shares
+/// batches (iteration k to process k % N, the first ones repeated until every process has as
+/// many; every one of them on every process under split_batches, where Accelerator::batch_rows
+/// takes each process's rows of the batch the body cuts).
+///
+/// At the end of each pass every process takes process 0's CPU random generator state: a
+/// permutation the program draws for the next epoch (`torch::randperm(n)`) must be the same
+/// everywhere, and dropout on batches of different sizes (a last partial batch) would
+/// otherwise have drawn the generators apart. Iterate it once per epoch, to its end.
+class BatchRange {
+public:
+  BatchRange(int64_t begin, int64_t end, int64_t step,
+             std::shared_ptr<detail::LoaderContext> context);
+
+  class Iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = int64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const int64_t *;
+    using reference = int64_t;
+
+    Iterator(BatchRange *range, size_t at) : range_(range), at_(at) {}
+    int64_t operator*() const;
+    Iterator &operator++() {
+      ++at_;
+      return *this;
+    }
+    /// Comparing with the end at the end of the pass synchronises the random state (once).
+    bool operator==(const Iterator &other) const;
+    bool operator!=(const Iterator &other) const { return !(*this == other); }
+
+  private:
+    BatchRange *range_;
+    size_t at_;
+  };
+
+  Iterator begin();
+  Iterator end() { return Iterator(this, picks_.size()); }
+  /// Iterations this process runs per pass.
+  size_t size() const { return picks_.size(); }
+
+private:
+  void finish_pass();
+
+  int64_t begin_, step_;
+  std::vector<int64_t> picks_;
+  std::shared_ptr<detail::LoaderContext> context_;
+  bool finished_ = false;
 };
 
 } // namespace accelerate

@@ -19,12 +19,14 @@
 using Data = torch::data::datasets::TensorDataset;
 using Stack = torch::data::transforms::Stack<torch::data::TensorExample>;
 
-// Fine-tunes on rows sliced by hand: declined (every process would train on all of them).
+// Fine-tunes on rows sliced by hand in a while loop: declined (every process would train on
+// all of them).
 double fine_tune(torch::nn::Linear &model, const torch::Tensor &rows) {
   // CHECK-FIXES: {{^}}double fine_tune(torch::nn::Linear &model, const torch::Tensor &rows) {
   torch::optim::SGD optimizer(model->parameters(), 0.01);
   double last = 0;
-  for (int64_t start = 0; start < rows.size(0); start += 4) {
+  int64_t start = 0;
+  while (start < rows.size(0)) {
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written{{.*}}come from a loop over no loader, which accel-rewrite cannot shard{{.*}} [accel-training-loop]
     auto x = rows.slice(0, start, start + 4);
     optimizer.zero_grad();
@@ -33,6 +35,7 @@ double fine_tune(torch::nn::Linear &model, const torch::Tensor &rows) {
     // CHECK-FIXES: {{^}}    loss.backward();
     optimizer.step();
     last = loss.item<double>();
+    start += 4;
   }
   std::cout << "fine-tuned " << last << "\n";
   // CHECK-FIXES: {{^}}  std::cout << "fine-tuned " << last << "\n";

@@ -1,0 +1,299 @@
+//===- CountedBatchLoops.cpp - Loops that cut their batches by a counter --===//
+#include "analysis/CountedBatchLoops.h"
+
+#include "analysis/AnalysisContext.h"
+#include "analysis/TrainingLoops.h"
+#include "support/Calls.h"
+#include "support/Mutation.h"
+
+#include "clang/AST/ParentMapContext.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace clang;
+
+namespace accel::rewrites {
+namespace {
+
+bool namesVar(const Expr *E, const VarDecl *Var) {
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E ? E->IgnoreParenImpCasts() : nullptr);
+  return Ref && Ref->getDecl() == Var;
+}
+
+/// `for (INT i = begin; ...)`: the counter, or null.
+const VarDecl *counterOf(const ForStmt *Loop) {
+  const auto *Init = dyn_cast_or_null<DeclStmt>(Loop->getInit());
+  const auto *Var =
+      Init && Init->isSingleDecl() ? dyn_cast<VarDecl>(Init->getSingleDecl()) : nullptr;
+  return Var && Var->getType()->isIntegerType() && Var->getInit() ? Var : nullptr;
+}
+
+/// `i < end`: the bound, or null.
+const Expr *boundOf(const ForStmt *Loop, const VarDecl *Counter) {
+  const auto *Condition = dyn_cast_or_null<BinaryOperator>(
+      Loop->getCond() ? Loop->getCond()->IgnoreParenImpCasts() : nullptr);
+  if (!Condition || Condition->getOpcode() != BO_LT || !namesVar(Condition->getLHS(), Counter)) {
+    return nullptr;
+  }
+  return Condition->getRHS();
+}
+
+/// `i += step` or `i = i + step` (Step set), `++i` or `i++` (Step null): true; false for any
+/// other increment.
+bool stepOf(const ForStmt *Loop, const VarDecl *Counter, const Expr *&Step) {
+  Step = nullptr;
+  const Expr *Increment = Loop->getInc() ? Loop->getInc()->IgnoreParenImpCasts() : nullptr;
+  if (const auto *Unary = dyn_cast_or_null<UnaryOperator>(Increment)) {
+    return Unary->isIncrementOp() && namesVar(Unary->getSubExpr(), Counter);
+  }
+  if (const auto *Compound = dyn_cast_or_null<CompoundAssignOperator>(Increment)) {
+    Step = Compound->getRHS();
+    return Compound->getOpcode() == BO_AddAssign && namesVar(Compound->getLHS(), Counter);
+  }
+  const auto *Assign = dyn_cast_or_null<BinaryOperator>(Increment);
+  const auto *Sum = Assign && Assign->getOpcode() == BO_Assign
+                        ? dyn_cast<BinaryOperator>(Assign->getRHS()->IgnoreParenImpCasts())
+                        : nullptr;
+  if (Sum && Sum->getOpcode() == BO_Add && namesVar(Assign->getLHS(), Counter) &&
+      namesVar(Sum->getLHS(), Counter)) {
+    Step = Sum->getRHS();
+    return true;
+  }
+  return false;
+}
+
+bool isTensorMethod(const Stmt *S, llvm::StringRef Method) {
+  return isMethodCall(S, "at::Tensor", Method) || isMethodCall(S, "at::TensorBase", Method);
+}
+
+bool isZero(const Expr *E, const ASTContext &Ctx) {
+  Expr::EvalResult Value;
+  return !E->isValueDependent() && E->IgnoreImpCasts()->EvaluateAsInt(Value, Ctx) &&
+         Value.Val.getInt() == 0;
+}
+
+/// The call that cuts a batch's rows with the counter Ref names: Ref is inside the start or
+/// end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index of
+/// `t.index({Slice(start, end), ...})`, through arithmetic, std::min and std::max and casts
+/// only. Null when Ref is used another way.
+const CXXMemberCallExpr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  const Expr *Current = Ref;
+  bool InSlice = false, FirstIndex = true;
+  for (int Depth = 0; Depth < 32; ++Depth) {
+    auto Parents = Ctx.getParents(*Current);
+    const auto *Parent = Parents.empty() ? nullptr : Parents[0].get<Expr>();
+    if (!Parent) {
+      return nullptr;
+    }
+    if (const auto *Call = dyn_cast<CXXMemberCallExpr>(Parent)) {
+      if ((isTensorMethod(Call, "slice") || isTensorMethod(Call, "narrow")) && !InSlice &&
+          Call->getNumArgs() >= 3 && isZero(Call->getArg(0), Ctx) &&
+          (Call->getArg(1) == Current || Call->getArg(2) == Current)) {
+        return Call;
+      }
+      if (isTensorMethod(Call, "index") && InSlice && FirstIndex && Call->getNumArgs() == 1 &&
+          Call->getArg(0) == Current) {
+        return Call;
+      }
+      return nullptr;
+    }
+    if (const auto *Binary = dyn_cast<BinaryOperator>(Parent)) {
+      if (!Binary->isAdditiveOp() && !Binary->isMultiplicativeOp()) {
+        return nullptr;
+      }
+    } else if (const auto *Call = dyn_cast<CallExpr>(Parent)) {
+      const std::string Name = qualifiedName(Call->getDirectCallee());
+      if (Name != "std::min" && Name != "std::max") {
+        return nullptr;
+      }
+    } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(Parent)) {
+      // std::optional<int64_t>, SymInt, Slice and TensorIndex on the way to index(...).
+      // (Slice is at::indexing's, which torch::indexing also names.)
+      InSlice = InSlice || llvm::StringRef(qualifiedName(Construct->getConstructor()->getParent()))
+                               .ends_with("indexing::Slice");
+    } else if (const auto *List = dyn_cast<InitListExpr>(Parent)) {
+      // By place: the list's syntactic and semantic forms hold different nodes.
+      FirstIndex = FirstIndex && List->getNumInits() > 0 &&
+                   List->getInit(0)->getBeginLoc() == Current->getBeginLoc();
+    } else if (!isa<ImplicitCastExpr, ParenExpr, CXXFunctionalCastExpr, CStyleCastExpr,
+                    CXXStaticCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+                    ExprWithCleanups, CXXStdInitializerListExpr>(Parent)) {
+      return nullptr;
+    }
+    Current = Parent;
+  }
+  return nullptr;
+}
+
+bool refersTo(const Stmt *S, const VarDecl *Var) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+    Found = Found || (Ref && Ref->getDecl() == Var);
+  });
+  return Found;
+}
+
+/// The integer variables a cut sizes its batch with: added to or multiplied with an
+/// expression of the counter (`b * size`, `i + batch`), or narrow's length.
+void batchSizesOf(const CXXMemberCallExpr *Cut, const VarDecl *Counter,
+                  llvm::SmallVector<const VarDecl *, 2> &Sizes) {
+  auto Add = [&](const Expr *E) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    if (Var && Var != Counter && Var->getType()->isIntegerType() &&
+        !llvm::is_contained(Sizes, Var)) {
+      Sizes.push_back(Var);
+    }
+  };
+  if (isTensorMethod(Cut, "narrow") && Cut->getNumArgs() >= 3) {
+    Add(Cut->getArg(2));
+  }
+  for (unsigned I = 1; I < Cut->getNumArgs(); ++I) {
+    forEachStmt(Cut->getArg(I), [&](const Stmt *S) {
+      const auto *Binary = dyn_cast<BinaryOperator>(S);
+      if (!Binary || !(Binary->isAdditiveOp() || Binary->isMultiplicativeOp())) {
+        return;
+      }
+      if (refersTo(Binary->getLHS(), Counter)) {
+        Add(Binary->getRHS());
+      }
+      if (refersTo(Binary->getRHS(), Counter)) {
+        Add(Binary->getLHS());
+      }
+    });
+  }
+}
+
+std::string lineOf(SourceLocation Loc, const ASTContext &Ctx) {
+  return std::to_string(Ctx.getSourceManager().getExpansionLineNumber(Loc));
+}
+
+/// Why the bound or step E might not stay what it was when the loop began (batch_range
+/// evaluates it once, the loop's header every iteration), or "".
+std::string changingBound(const Expr *E, const Stmt *Body, ASTContext &Ctx) {
+  std::string Why;
+  forEachStmt(E, [&](const Stmt *S) {
+    if (!Why.empty()) {
+      return;
+    }
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
+      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+          Var && changedInside(Var, Body, Ctx)) {
+        Why = "the loop changes '" + Var->getNameAsString() + "', which its condition reads";
+      }
+    } else if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+      if (!Member->getMethodDecl() || !Member->getMethodDecl()->isConst()) {
+        Why = "its condition calls " + sourceText(Member, Ctx) + ", which may change";
+      }
+    } else if (const auto *Call = dyn_cast<CallExpr>(S); Call && !isa<CXXOperatorCallExpr>(Call)) {
+      const std::string Name = qualifiedName(Call->getDirectCallee());
+      if (Name != "std::min" && Name != "std::max") {
+        Why = "its condition calls " + sourceText(Call, Ctx) + ", which may change";
+      }
+    }
+  });
+  return Why;
+}
+
+} // namespace
+
+CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
+  CountedBatchLoop Result;
+  const VarDecl *Counter = counterOf(Loop);
+  const Expr *End = Counter ? boundOf(Loop, Counter) : nullptr;
+  const Expr *Step = nullptr;
+  const Stmt *Body = Loop->getBody();
+  if (!End || !Body || !stepOf(Loop, Counter, Step)) {
+    return Result;
+  }
+  const DeclRefExpr *OtherUse = nullptr;
+  forEachStmt(Body, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (!Ref || Ref->getDecl() != Counter) {
+      return;
+    }
+    if (const CXXMemberCallExpr *Cut = cutOf(Ref, Ctx)) {
+      if (!llvm::is_contained(Result.Cuts, Cut)) {
+        Result.Cuts.push_back(Cut);
+      }
+    } else if (!OtherUse) {
+      OtherUse = Ref;
+    }
+  });
+  if (Result.Cuts.empty()) {
+    return Result; // Not a loop that cuts batches.
+  }
+  Result.Counted = true;
+  Result.Counter = Counter;
+  Result.Begin = Counter->getInit();
+  Result.End = End;
+  Result.Step = Step;
+  if (const auto *StepRef = Step ? dyn_cast<DeclRefExpr>(Step->IgnoreParenImpCasts()) : nullptr) {
+    if (const auto *Var = dyn_cast<VarDecl>(StepRef->getDecl());
+        Var && Var->getType()->isIntegerType()) {
+      Result.BatchSizes.push_back(Var);
+    }
+  }
+  for (const CXXMemberCallExpr *Cut : Result.Cuts) {
+    batchSizesOf(Cut, Counter, Result.BatchSizes);
+  }
+  const std::string Name = "'" + Counter->getNameAsString() + "'";
+  const std::string ByHand =
+      "; or give each process its part by hand (accelerator.process_index(), "
+      "accelerator.num_processes())";
+  auto Problem = [&](std::string Text) {
+    if (Result.Problem.empty()) {
+      Result.Problem = std::move(Text);
+    }
+  };
+  if (OtherUse) {
+    // A change of the counter in the body is such a use too.
+    Problem("this loop cuts its batches with " + Name + ", and uses " + Name +
+            " for something else too (line " + lineOf(OtherUse->getBeginLoc(), Ctx) +
+            "): accel-rewrite shares the loop by running each process's share of the "
+            "iterations, where that use would see other values than in the original; count "
+            "with a variable of your own and use " +
+            Name + " only to cut the batch" + ByHand);
+  }
+  if (leavesEarly(Body)) {
+    Problem("this loop over batches can leave early (a break, a return): the processes would "
+            "stop at different batches while the others wait for their gradients; end it "
+            "with its condition" +
+            ByHand);
+  }
+  for (const Expr *Bound : {End, Step}) {
+    if (std::string Why = Bound ? changingBound(Bound, Body, Ctx) : ""; !Why.empty()) {
+      Problem("this loop over batches cannot be shared: " + Why +
+              ", and a shared loop fixes its batches when it begins" + ByHand);
+    }
+  }
+  const SourceManager &SM = Ctx.getSourceManager();
+  for (const CXXMemberCallExpr *Cut : Result.Cuts) {
+    if (Cut->getBeginLoc().isMacroID() || Cut->getEndLoc().isMacroID()) {
+      Problem("this loop cuts a batch inside a macro (line " + lineOf(Cut->getBeginLoc(), Ctx) +
+              "), which accel-rewrite does not edit" + ByHand);
+    } else if (innermostLoop(DynTypedNode::create(*Cut), Ctx) != Loop) {
+      Problem("this loop cuts a batch in a loop inside it (line " +
+              lineOf(Cut->getBeginLoc(), Ctx) + "), which accel-rewrite does not share" + ByHand);
+    }
+  }
+  if (Loop->getInit()->getBeginLoc().isMacroID() || Loop->getInc()->getEndLoc().isMacroID() ||
+      !SM.isWrittenInMainFile(SM.getExpansionLoc(Loop->getBeginLoc()))) {
+    Problem("this loop over batches is written in a macro, which accel-rewrite does not edit" +
+            ByHand);
+  }
+  if (const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Loop), Ctx);
+      Function && (Function->isTemplateInstantiation() || Function->isDependentContext())) {
+    Problem("this loop over batches is in a template, whose text other instantiations share; "
+            "accel-rewrite shares it only in a plain function" +
+            ByHand);
+  }
+  return Result;
+}
+
+bool cutsSharedBatches(const ForStmt *Loop, ASTContext &Ctx) {
+  return AnalysisContext::of(Ctx).countedBatchLoop(Loop).shareable() &&
+         isTrainingStepLoop(Loop, Ctx);
+}
+
+} // namespace accel::rewrites

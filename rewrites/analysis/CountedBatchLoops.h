@@ -1,0 +1,64 @@
+//===- CountedBatchLoops.h - Loops that cut their batches by a counter -*- C++ -*-===//
+//
+// Book chapters and course code often make batches by hand: a counter steps through a tensor
+// held whole (or through a permutation of its rows), and the body cuts each batch's rows:
+//
+//   auto perm = torch::randperm(n);
+//   for (int64_t i = 0; i < n; i += batch_size) {
+//     auto idx = perm.slice(0, i, std::min(i + batch_size, n));
+//     auto x = X.index_select(0, idx), y = Y.index_select(0, idx);
+//     ... backward ...
+//   }
+//   for (int b = 0; b < batches; ++b) { auto x = X.narrow(0, b * size, size); ... }
+//
+// accel-data-loader shares such a loop as a prepared loader shares batches: the header runs
+// this process's iterations (`for (int64_t i : accelerator.batch_range(0, n, batch_size))`)
+// and each cut takes this process's rows of its batch (`accelerator.batch_rows(...)`, the
+// whole batch unless split_batches). That is right only when the counter does nothing but cut
+// rows, the bounds stay what they were when the loop began, and every iteration runs to its
+// end; what this analysis finds out.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/Stmt.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace accel::rewrites {
+
+struct CountedBatchLoop {
+  /// Whether the loop counts `for (INT i = begin; i < end; i += step)` (or `++i`) and cuts
+  /// batch rows with the counter; the fields below are set only then.
+  bool Counted = false;
+  const clang::VarDecl *Counter = nullptr;
+  const clang::Expr *Begin = nullptr;
+  const clang::Expr *End = nullptr;
+  /// What the counter grows by each iteration; null for `++i`.
+  const clang::Expr *Step = nullptr;
+  /// The calls that cut a batch's rows with the counter: `t.slice(0, start, end)`,
+  /// `t.narrow(0, start, length)`, `t.index({Slice(start, end), ...})` on a tensor.
+  llvm::SmallVector<const clang::CXXMemberCallExpr *, 4> Cuts;
+  /// The variables that size a batch: the step (`i += batch`), and those the cuts add to or
+  /// multiply with the counter (`b * batch`, `i + batch`) or take as narrow's length. Like a
+  /// loader's batch size, each is one process's batch by default and the global batch under
+  /// split_batches.
+  llvm::SmallVector<const clang::VarDecl *, 2> BatchSizes;
+  /// Why the loop cannot be shared this way, and what to write instead; empty when it can.
+  std::string Problem;
+
+  bool shareable() const { return Counted && Problem.empty(); }
+};
+
+/// What a for-loop is as a source of batches (AnalysisContext::countedBatchLoop caches it).
+CountedBatchLoop analyzeCountedBatchLoop(const clang::ForStmt *Loop, clang::ASTContext &Ctx);
+
+/// A training-step loop (its body calls backward) that counts through batches and cuts them
+/// in a way accel-data-loader shares.
+bool cutsSharedBatches(const clang::ForStmt *Loop, clang::ASTContext &Ctx);
+
+} // namespace accel::rewrites
