@@ -27,14 +27,26 @@ const VarDecl *counterOf(const ForStmt *Loop) {
   return Var && Var->getType()->isIntegerType() && Var->getInit() ? Var : nullptr;
 }
 
-/// `i < end`: the bound, or null.
-const Expr *boundOf(const ForStmt *Loop, const VarDecl *Counter) {
+/// The condition `i < end`, `i <= end`, `i + ahead < end` or `i + ahead <= end` (a loop that
+/// drops a last partial batch): end, or null; Ahead and Inclusive say which.
+const Expr *boundOf(const ForStmt *Loop, const VarDecl *Counter, const Expr *&Ahead,
+                    bool &Inclusive) {
+  Ahead = nullptr;
   const auto *Condition = dyn_cast_or_null<BinaryOperator>(
       Loop->getCond() ? Loop->getCond()->IgnoreParenImpCasts() : nullptr);
-  if (!Condition || Condition->getOpcode() != BO_LT || !namesVar(Condition->getLHS(), Counter)) {
+  if (!Condition || (Condition->getOpcode() != BO_LT && Condition->getOpcode() != BO_LE)) {
     return nullptr;
   }
-  return Condition->getRHS();
+  Inclusive = Condition->getOpcode() == BO_LE;
+  if (namesVar(Condition->getLHS(), Counter)) {
+    return Condition->getRHS();
+  }
+  const auto *Sum = dyn_cast<BinaryOperator>(Condition->getLHS()->IgnoreParenImpCasts());
+  if (Sum && Sum->getOpcode() == BO_Add && namesVar(Sum->getLHS(), Counter)) {
+    Ahead = Sum->getRHS();
+    return Condition->getRHS();
+  }
+  return nullptr;
 }
 
 /// `i += step` or `i = i + step` (Step set), `++i` or `i++` (Step null): true; false for any
@@ -200,7 +212,9 @@ std::string changingBound(const Expr *E, const Stmt *Body, ASTContext &Ctx) {
 CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   CountedBatchLoop Result;
   const VarDecl *Counter = counterOf(Loop);
-  const Expr *End = Counter ? boundOf(Loop, Counter) : nullptr;
+  const Expr *Ahead = nullptr;
+  bool Inclusive = false;
+  const Expr *End = Counter ? boundOf(Loop, Counter, Ahead, Inclusive) : nullptr;
   const Expr *Step = nullptr;
   const Stmt *Body = Loop->getBody();
   if (!End || !Body || !stepOf(Loop, Counter, Step)) {
@@ -227,10 +241,13 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   Result.Counter = Counter;
   Result.Begin = Counter->getInit();
   Result.End = End;
+  Result.Ahead = Ahead;
+  Result.Inclusive = Inclusive;
   Result.Step = Step;
-  if (const auto *StepRef = Step ? dyn_cast<DeclRefExpr>(Step->IgnoreParenImpCasts()) : nullptr) {
-    if (const auto *Var = dyn_cast<VarDecl>(StepRef->getDecl());
-        Var && Var->getType()->isIntegerType()) {
+  for (const Expr *Size : {Step, Ahead}) {
+    const auto *Ref = Size ? dyn_cast<DeclRefExpr>(Size->IgnoreParenImpCasts()) : nullptr;
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    if (Var && Var->getType()->isIntegerType() && !llvm::is_contained(Result.BatchSizes, Var)) {
       Result.BatchSizes.push_back(Var);
     }
   }
@@ -261,7 +278,7 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
             "with its condition" +
             ByHand);
   }
-  for (const Expr *Bound : {End, Step}) {
+  for (const Expr *Bound : {End, Step, Ahead}) {
     if (std::string Why = Bound ? changingBound(Bound, Body, Ctx) : ""; !Why.empty()) {
       Problem("this loop over batches cannot be shared: " + Why +
               ", and a shared loop fixes its batches when it begins" + ByHand);

@@ -32,18 +32,24 @@
 namespace accel::rewrites {
 
 struct CountedBatchLoop {
-  /// Whether the loop counts `for (INT i = begin; i < end; i += step)` (or `++i`) and cuts
-  /// batch rows with the counter; the fields below are set only then.
+  /// Whether the loop counts `for (INT i = begin; i < end; i += step)` (or `++i`, `<=`,
+  /// `i + ahead < end`) and cuts batch rows with the counter; the fields below are set only
+  /// then.
   bool Counted = false;
   const clang::VarDecl *Counter = nullptr;
   const clang::Expr *Begin = nullptr;
+  /// The condition's bound, what it adds to the counter first (`i + batch <= n`, a loop that
+  /// drops a last partial batch; null for none) and whether it takes the bound itself (`<=`).
   const clang::Expr *End = nullptr;
+  const clang::Expr *Ahead = nullptr;
+  bool Inclusive = false;
   /// What the counter grows by each iteration; null for `++i`.
   const clang::Expr *Step = nullptr;
   /// The calls that cut a batch's rows with the counter: `t.slice(0, start, end)`,
   /// `t.narrow(0, start, length)`, `t.index({Slice(start, end), ...})` on a tensor.
   llvm::SmallVector<const clang::CXXMemberCallExpr *, 4> Cuts;
-  /// The variables that size a batch: the step (`i += batch`), and those the cuts add to or
+  /// The variables that size a batch: the step (`i += batch`) and what the condition adds to
+  /// the counter (`i + batch <= n`), and those the cuts add to or
   /// multiply with the counter (`b * batch`, `i + batch`) or take as narrow's length. Like a
   /// loader's batch size, each is one process's batch by default and the global batch under
   /// split_batches.

@@ -233,25 +233,25 @@ bool onlyBoundsCountedLoops(const VarDecl *Var, const FunctionDecl *Function, AS
 }
 
 /// Ref names a variable that sizes the batches of a loop in Function that cuts them by a
-/// counter (CountedBatchLoop::BatchSizes), outside that loop's header and cuts (which stay
-/// right as written) and outside the initializer of a variable that only bounds such loops.
+/// counter (CountedBatchLoop::BatchSizes), outside the headers and cuts of such loops (which
+/// stay right as written) and outside the initializer of a variable that only bounds them.
 bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const DeclRefExpr *Ref,
                       ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
-  bool Found = false;
+  bool Sizes = false, InHeaderOrCut = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     const auto *Loop = dyn_cast<ForStmt>(S);
-    if (Found || !Loop || !cutsSharedBatches(Loop, Ctx)) {
+    if (!Loop || !cutsSharedBatches(Loop, Ctx)) {
       return;
     }
     const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(Loop);
-    if (!llvm::is_contained(Counted.BatchSizes, Var) || within(Ref, Loop->getInit(), SM) ||
-        within(Ref, Loop->getCond(), SM) || within(Ref, Loop->getInc(), SM)) {
-      return;
-    }
-    Found = llvm::none_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); });
+    Sizes = Sizes || llvm::is_contained(Counted.BatchSizes, Var);
+    InHeaderOrCut =
+        InHeaderOrCut || within(Ref, Loop->getInit(), SM) || within(Ref, Loop->getCond(), SM) ||
+        within(Ref, Loop->getInc(), SM) ||
+        llvm::any_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); });
   });
-  if (!Found) {
+  if (!Sizes || InHeaderOrCut) {
     return false;
   }
   // `const int64_t num_batches = N / batch_size;` read only as such a loop's bound.
@@ -298,6 +298,13 @@ AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
   return false;
 }
 
+/// E's text, in parentheses unless it is one name, literal or call.
+std::string parenthesized(const Expr *E, const ASTContext &Ctx) {
+  const Expr *Bare = E->IgnoreImpCasts();
+  const bool Simple = isa<DeclRefExpr, IntegerLiteral, CallExpr, ParenExpr, MemberExpr>(Bare);
+  return Simple ? sourceText(E, Ctx) : "(" + sourceText(E, Ctx) + ")";
+}
+
 AST_MATCHER(ForStmt, cutsSharedBatchesByCounter) {
   return cutsSharedBatches(&Node, Finder->getASTContext());
 }
@@ -318,8 +325,17 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
       Lexer::getSourceText(CharSourceRange::getCharRange(Loop->getInit()->getBeginLoc(), NameEnd),
                            SM, Ctx.getLangOpts())
           .str();
-  std::string Range = Declared + " : accelerator.batch_range(" + sourceText(Counted.Begin, Ctx) +
-                      ", " + sourceText(Counted.End, Ctx);
+  // batch_range's end excludes it: `i + ahead <= end` runs while i < end - ahead + 1.
+  std::string End = Counted.Ahead || Counted.Inclusive ? parenthesized(Counted.End, Ctx)
+                                                       : sourceText(Counted.End, Ctx);
+  if (Counted.Ahead) {
+    End += " - " + parenthesized(Counted.Ahead, Ctx);
+  }
+  if (Counted.Inclusive) {
+    End += " + 1";
+  }
+  std::string Range =
+      Declared + " : accelerator.batch_range(" + sourceText(Counted.Begin, Ctx) + ", " + End;
   if (Counted.Step) {
     Range += ", " + sourceText(Counted.Step, Ctx);
   }

@@ -131,6 +131,15 @@ void counted_batches(torch::nn::Linear &model, torch::optim::Optimizer &optimize
       (model(x) - y).pow(2).mean().backward();
       optimizer.step();
     }
+    // A last partial batch dropped by the condition.
+    for (int64_t i = 0; i + batch <= n; i += batch) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n - batch + 1, batch)) {
+      auto x = inputs.slice(0, i, i + batch);
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(inputs.slice(0, i, i + batch));
+      optimizer.zero_grad();
+      model(x).sum().backward();
+      optimizer.step();
+    }
     for (int64_t start = 2; start < n; start = start + 4) {
       // CHECK-FIXES: {{^}}    for (int64_t start : accelerator.batch_range(2, n, 4)) {
       using torch::indexing::Slice;
