@@ -309,8 +309,22 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
 }
 
 bool cutsSharedBatches(const ForStmt *Loop, ASTContext &Ctx) {
-  return AnalysisContext::of(Ctx).countedBatchLoop(Loop).shareable() &&
-         isTrainingStepLoop(Loop, Ctx);
+  if (!AnalysisContext::of(Ctx).countedBatchLoop(Loop).shareable()) {
+    return false;
+  }
+  if (isTrainingStepLoop(Loop, Ctx)) {
+    return true;
+  }
+  // Or it calls a helper that is one training step (`train_step(model, x, y)`), once per
+  // iteration.
+  bool CallsStep = false;
+  forEachStmt(Loop->getBody(), [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CallExpr>(S);
+    CallsStep = CallsStep || (Call && Call->getDirectCallee() &&
+                              isTrainingStepFunction(Call->getDirectCallee()) &&
+                              innermostLoop(DynTypedNode::create(*Call), Ctx) == Loop);
+  });
+  return CallsStep;
 }
 
 } // namespace accel::rewrites

@@ -63,8 +63,8 @@ struct CountedBatchLoop {
 /// What a for-loop is as a source of batches (AnalysisContext::countedBatchLoop caches it).
 CountedBatchLoop analyzeCountedBatchLoop(const clang::ForStmt *Loop, clang::ASTContext &Ctx);
 
-/// A training-step loop (its body calls backward) that counts through batches and cuts them
-/// in a way accel-data-loader shares.
+/// A training-step loop (its body calls backward, or a helper that is one training step) that
+/// counts through batches and cuts them in a way accel-data-loader shares.
 bool cutsSharedBatches(const clang::ForStmt *Loop, clang::ASTContext &Ctx);
 
 } // namespace accel::rewrites

@@ -3,6 +3,7 @@
 
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/CountedBatchLoops.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -394,6 +395,19 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
         }
       });
       return;
+    }
+    if (const auto *For =
+            dyn_cast_or_null<ForStmt>(innermostLoop(DynTypedNode::create(*Call), Ctx));
+        For && !Loader) {
+      // Called in a loop that cuts its batches by a counter (CountedBatchLoops.h).
+      if (const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(For);
+          Counted.Counted) {
+        if (!Counted.Problem.empty()) {
+          Problem(Counted.Problem);
+          return;
+        }
+        Loader = Counted.Counter;
+      }
     }
     if (!Loader) {
       NoShard(Nearest, "of the training step " + functionLabel(Function) + " called on line " +

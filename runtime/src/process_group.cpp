@@ -584,6 +584,14 @@ void ProcessGroup::broadcast(const at::Tensor &tensor, int root, const std::stri
     }
     return;
   }
+  if (backend_name_ == "nccl" && tensor.is_cpu()) {
+    // NCCL takes CUDA tensors only: what the runtime broadcasts from the host (a loader's
+    // order, a generator's state) goes through the current GPU.
+    auto staged = tensor.to(c10::Device(c10::DeviceType::CUDA));
+    broadcast(staged, root, what);
+    tensor.copy_(staged);
+    return;
+  }
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;

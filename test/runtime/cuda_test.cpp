@@ -210,6 +210,25 @@ TEST(Cuda, TwoProcessesUseTheirLocalGpuAndAllReduceOverNccl) {
     // d(sum(w.x + b))/dw = sum of the rows: 2 * (rank + 1) per element; average over ranks 3.
     EXPECT_TRUE(torch::allclose(model->weight.grad().cpu(), torch::full({1, 4}, 3.0f)))
         << model->weight.grad().cpu();
+
+    // What the runtime broadcasts from the host goes through the GPU for NCCL: a shuffled
+    // loader's order (each process gets other samples), and a counted loop's end of pass,
+    // which makes every process's CPU generator process 0's.
+    auto loader = accelerator.prepare_data_loader(
+        torch::data::datasets::TensorDataset(torch::arange(8).unsqueeze(1)), 2);
+    int64_t seen = 0;
+    for (auto &batch : *loader) {
+      for (auto &example : batch) {
+        seen += example.data.sum().item<int64_t>();
+      }
+    }
+    EXPECT_EQ(accelerator.reduce(seen, "sum"), 28); // 0 + 1 + ... + 7, each sample once
+    torch::manual_seed(peer.rank);
+    for (int64_t i : accelerator.batch_range(0, 4)) {
+      (void)i;
+    }
+    const auto draw = torch::randn({4}).to(accelerator.device());
+    EXPECT_TRUE(torch::equal(accelerator.broadcast(draw), draw));
     accelerator.wait_for_everyone();
   });
   EXPECT_TRUE(all_succeeded(results));
