@@ -79,7 +79,7 @@ bool Accelerator::step(torch::optim::Optimizer &optimizer) {
   // Local SGD for the whole run: the processes' parameters meet every K calls. A step that
   // fp16 skipped on one process only counts too, so that all of them average together.
   if (rt.gradients.local_sgd_run &&
-      ++rt.gradients.local_sgd_steps_taken % *rt.process.options.local_sgd_steps == 0) {
+      ++rt.gradients.position.local_sgd_steps_taken % *rt.process.options.local_sgd_steps == 0) {
     detail::average_parameters(rt);
   }
   return stepped;

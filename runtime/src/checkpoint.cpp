@@ -141,6 +141,7 @@ void save_process_state(const detail::PreparedObjects &prepared,
   archive.write("global_step", torch::tensor(position.global_step));
   archive.write("unapplied_gradients",
                 torch::tensor(static_cast<int64_t>(position.unapplied_gradients)));
+  archive.write("local_sgd_steps", torch::tensor(position.local_sgd_steps_taken));
   archive.save_to(path);
 }
 
@@ -167,7 +168,7 @@ struct SavedProcessState {
   std::vector<torch::Tensor> cuda_rng;
   /// Saved loader progress for each live loader it belongs to (null: that loader starts fresh).
   std::vector<std::optional<detail::LoaderProgress>> loaders;
-  int64_t accumulation_step = 0, global_step = 0;
+  int64_t accumulation_step = 0, global_step = 0, local_sgd_steps_taken = 0;
   bool unapplied_gradients = false;
 };
 
@@ -237,6 +238,10 @@ SavedProcessState read_process_state(const detail::PreparedObjects &prepared,
   state.accumulation_step = read_int(archive, "accumulation_step");
   state.global_step = read_int(archive, "global_step");
   state.unapplied_gradients = read_int(archive, "unapplied_gradients") != 0;
+  // Checkpoints from before Local SGD have no count: they were not saved under it.
+  if (torch::Tensor count; archive.try_read("local_sgd_steps", count)) {
+    state.local_sgd_steps_taken = count.item<int64_t>();
+  }
   return state;
 }
 
@@ -321,6 +326,7 @@ void apply_process_state(const detail::PreparedObjects &prepared, detail::StepPo
   position.accumulation_step = static_cast<int>(state.accumulation_step);
   position.global_step = state.global_step;
   position.unapplied_gradients = state.unapplied_gradients;
+  position.local_sgd_steps_taken = state.local_sgd_steps_taken;
 }
 
 // The model's own tensors paired with the archive's values, every shape checked, so that a

@@ -53,6 +53,9 @@ struct StepPosition {
   /// A backward ran since the last synchronised step: its gradients wait for the optimizer,
   /// so zero_grad must keep them.
   bool unapplied_gradients = false;
+  /// Optimizer steps of the run's Local SGD (Options::local_sgd_steps): a resumed run averages
+  /// at the same steps as one that went through.
+  int64_t local_sgd_steps_taken = 0;
 };
 
 /// The gradients' synchronisation and the step (Accelerator::accumulate, backward, step).
@@ -77,7 +80,6 @@ struct GradientState {
   /// scopes live; gradients then stay on their process.
   bool local_sgd_run = false;
   int local_sgd_scopes = 0;
-  int64_t local_sgd_steps_taken = 0; ///< optimizer steps of the run's Local SGD
   /// Whether backward communicates gradients now.
   bool communicates() const { return sync_gradients && !local_sgd_run && local_sgd_scopes == 0; }
   bool optimizer_stepped = false; ///< an optimizer stepped in this training step

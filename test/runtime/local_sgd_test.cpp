@@ -115,6 +115,49 @@ TEST(LocalSgd, TheOptionRunsItForTheWholeRun) {
   EXPECT_TRUE(all_succeeded(results));
 }
 
+// The count of steps is part of a checkpoint: a run resumed between two averages averages at
+// the steps where one that went through does. Each process trains on its own rows, so the
+// parameters drift apart between averages.
+TEST(LocalSgd, TheStepCountIsSavedAndRestored) {
+  auto results = run_in_processes(2, [](const Peer &peer) {
+    // One directory for the job's processes: named by its port.
+    const auto dir = (std::filesystem::temp_directory_path() /
+                      ("accel-local-sgd-count-" + std::to_string(peer.port)))
+                         .string();
+    accelerate::Options options;
+    options.local_sgd_steps = 4;
+    accelerate::Accelerator accelerator(options);
+    accelerate::set_seed(3);
+    Net model;
+    torch::optim::SGD optimizer(model->parameters(), 0.05);
+    accelerator.prepare(model, optimizer);
+    const auto rows = torch::full({4, 8}, peer.rank + 1.0f);
+    auto step = [&] {
+      accelerator.zero_grad(optimizer);
+      accelerator.backward(model->forward(rows).pow(2).mean());
+      accelerator.step(optimizer);
+    };
+    for (int i = 0; i < 3; ++i) {
+      step();
+    }
+    ASSERT_FALSE(same_on_both(accelerator, model));
+    accelerator.save_state(dir);
+    step(); // the 4th: averaged
+    step(); // the 5th
+    // Back to 3 steps, with the main process's parameters on both (a checkpoint holds one
+    // model); the next step, the 4th again, averages. Counted on from 5, it would not, and the
+    // processes' own rows would take them apart.
+    accelerator.load_state(dir);
+    step();
+    EXPECT_TRUE(same_on_both(accelerator, model));
+    accelerator.wait_for_everyone();
+    if (peer.rank == 0) {
+      std::filesystem::remove_all(dir);
+    }
+  });
+  EXPECT_TRUE(all_succeeded(results));
+}
+
 TEST(LocalSgd, BadStepCountsAreRefused) {
   accelerate::Accelerator accelerator;
   EXPECT_THROW(accelerate::LocalSGD(accelerator, 0), std::invalid_argument);
