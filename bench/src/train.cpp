@@ -62,7 +62,7 @@ int run_train(const Args &args) {
       auto loss =
           torch::nn::functional::cross_entropy(model->forward(batch_data.data), batch_data.target);
       accelerator.backward(loss);
-      optimizer.step();
+      accelerator.step(optimizer); // as optimizer.step(), and counts Local SGD's steps
       if (++done == warmup + steps) {
         last_loss = loss.item<double>();
         break;
