@@ -294,9 +294,11 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
               lineOf(Cut->getBeginLoc(), Ctx) + "), which accel-rewrite does not share" + ByHand);
     }
   }
-  if (Loop->getInit()->getBeginLoc().isMacroID() || Loop->getInc()->getEndLoc().isMacroID() ||
-      !SM.isWrittenInMainFile(SM.getExpansionLoc(Loop->getBeginLoc()))) {
+  if (Loop->getInit()->getBeginLoc().isMacroID() || Loop->getInc()->getEndLoc().isMacroID()) {
     Problem("this loop over batches is written in a macro, which accel-rewrite does not edit" +
+            ByHand);
+  } else if (!SM.isWrittenInMainFile(SM.getExpansionLoc(Loop->getBeginLoc()))) {
+    Problem("this loop over batches is in an included file, which accel-rewrite does not edit" +
             ByHand);
   }
   if (const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Loop), Ctx);
