@@ -172,6 +172,18 @@ bool yaml11_reads_as_non_string(const std::string &text) {
   return std::regex_match(text, resolvers);
 }
 
+// yaml-cpp writes a lone carriage return (and other control characters) unquoted, where a
+// reader takes it for a line break: "\r" came back as null (found by the config_file fuzzer).
+bool has_control_character(const std::string &text) {
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 void LaunchConfig::override_with(const LaunchConfig &over) {
@@ -314,7 +326,9 @@ std::string config_to_yaml(const LaunchConfig &config) {
     }
     out << YAML::Key << key << YAML::Value;
     if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
-      if (yaml11_reads_as_non_string(*value)) {
+      if (has_control_character(*value)) {
+        out << YAML::DoubleQuoted; // the only style that escapes them
+      } else if (yaml11_reads_as_non_string(*value)) {
         out << YAML::SingleQuoted;
       }
     }
