@@ -136,15 +136,6 @@ const CXXMemberCallExpr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return nullptr;
 }
 
-bool refersTo(const Stmt *S, const VarDecl *Var) {
-  bool Found = false;
-  forEachStmt(S, [&](const Stmt *Child) {
-    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
-    Found = Found || (Ref && Ref->getDecl() == Var);
-  });
-  return Found;
-}
-
 /// The integer variables a cut sizes its batch with: added to or multiplied with an
 /// expression of the counter (`b * size`, `i + batch`), or narrow's length.
 void batchSizesOf(const CXXMemberCallExpr *Cut, const VarDecl *Counter,

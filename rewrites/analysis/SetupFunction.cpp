@@ -250,6 +250,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
           }
         }
       });
+      const VarDecl *Unfollowed = nullptr;
       for (const Stmt *S : Block->body()) {
         if (S == Declaration) {
           break;
@@ -258,10 +259,37 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         forEachStmt(S, [&](const Stmt *Child) {
           const auto *Ref = dyn_cast<DeclRefExpr>(Child);
           Fills = Fills || (Ref && Containers.count(dyn_cast<VarDecl>(Ref->getDecl())));
+          // Its own declaration fills it too: `std::vector<Tensor> params = body->parameters();`
+          if (const auto *Decls = dyn_cast<DeclStmt>(Child)) {
+            for (const Decl *D : Decls->decls()) {
+              Fills = Fills || Containers.count(dyn_cast<VarDecl>(D));
+            }
+          }
         });
-        if (Fills) {
-          forEachStmt(S, CollectModels);
+        if (!Fills) {
+          continue;
         }
+        forEachStmt(S, CollectModels);
+        // Filled from a variable that is no model (another vector, a tensor): which models
+        // that holds, the analysis does not follow.
+        forEachStmt(S, [&](const Stmt *Child) {
+          const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+          const auto *Local = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+          if (Local && !Unfollowed && Local->isLocalVarDecl() && !Containers.count(Local) &&
+              !isModelType(Local->getType().getNonReferenceType()) &&
+              !Local->getType()->isScalarType() &&
+              !S->getSourceRange().fullyContains(Local->getSourceRange())) {
+            Unfollowed = Local;
+          }
+        });
+      }
+      if (Unfollowed) {
+        Outside = true;
+        Problem(Unfollowed->getLocation(),
+                "cannot tell which models the parameters of optimizer '" + Var->getNameAsString() +
+                    "' come from: they are gathered from '" + Unfollowed->getNameAsString() +
+                    "', which accel-rewrite does not follow; call accelerator.prepare with every "
+                    "model whose parameters it holds and the optimizer, before training");
       }
     }
     if (Entry.Models.empty() && !Outside) {

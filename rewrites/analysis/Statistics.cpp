@@ -176,15 +176,6 @@ struct Write {
   const Expr *Increment;
 };
 
-bool mentions(const Stmt *S, const VarDecl *Var) {
-  bool Found = false;
-  forEachStmt(S, [&](const Stmt *Child) {
-    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
-    Found = Found || (Ref && Ref->getDecl() == Var);
-  });
-  return Found;
-}
-
 /// A write of a tensor statistic: its operators `+=`, `=`, `/=`, and its in-place methods.
 std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &Ctx) {
   if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(S);
@@ -234,7 +225,7 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       if (Compound->getOpcode() == BO_AddAssign) {
         Kind = Write::Add;
       } else if ((Compound->getOpcode() == BO_DivAssign || Compound->getOpcode() == BO_MulAssign) &&
-                 !insideShardedLoop(S, Ctx) && !mentions(Compound->getRHS(), Var)) {
+                 !insideShardedLoop(S, Ctx) && !refersTo(Compound->getRHS(), Var)) {
         Kind = Write::Rescale;
       }
       Writes.push_back({Kind, S, Compound->getRHS()});
@@ -249,10 +240,10 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       Write::KindType Kind = Write::Other;
       if (isConstant(Assign->getRHS(), Ctx)) {
         Kind = Write::Reset;
-      } else if (!insideShardedLoop(S, Ctx) && mentions(Assign->getRHS(), Var)) {
+      } else if (!insideShardedLoop(S, Ctx) && refersTo(Assign->getRHS(), Var)) {
         Kind = Write::Rescale;
       } else if (BatchValue Value = classifyBatchValue(Assign->getRHS(), Ctx);
-                 insideShardedLoop(S, Ctx) && !mentions(Assign->getRHS(), Var) &&
+                 insideShardedLoop(S, Ctx) && !refersTo(Assign->getRHS(), Var) &&
                  (Value == BatchValue::Mean || Value == BatchValue::Sum)) {
         Kind = Write::Last;
       }
@@ -617,7 +608,7 @@ bool rescalesStatistic(const CompoundAssignOperator *Rescale, ASTContext &Ctx,
                        StatisticRead &Read) {
   const VarDecl *Var = assignedVar(Rescale->getLHS());
   if (!Var || (Rescale->getOpcode() != BO_DivAssign && Rescale->getOpcode() != BO_MulAssign) ||
-      insideShardedLoop(Rescale, Ctx) || mentions(Rescale->getRHS(), Var)) {
+      insideShardedLoop(Rescale, Ctx) || refersTo(Rescale->getRHS(), Var)) {
     return false;
   }
   Read = classifyStatisticRead(Var, Rescale, Ctx);

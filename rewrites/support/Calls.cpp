@@ -157,6 +157,15 @@ void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   }
 }
 
+bool refersTo(const Stmt *S, const VarDecl *Var) {
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(Child);
+    Found = Found || (Ref && Ref->getDecl() == Var);
+  });
+  return Found;
+}
+
 void forEachStmtOutsideLoops(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   if (!S || isa<ForStmt>(S) || isa<CXXForRangeStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) ||
       isa<LambdaExpr>(S)) {

@@ -56,6 +56,8 @@ std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
 
 /// Calls Visit on S and every statement below it (lambda bodies included).
 void forEachStmt(const clang::Stmt *S, llvm::function_ref<void(const clang::Stmt *)> Visit);
+/// Whether S or a statement below it (lambda bodies included) names Var.
+bool refersTo(const clang::Stmt *S, const clang::VarDecl *Var);
 /// Calls Visit on S and every statement below it that runs once each time S does: loops
 /// (for, range-for, while, do) and lambdas are not entered.
 void forEachStmtOutsideLoops(const clang::Stmt *S,

@@ -91,6 +91,14 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
       }
       Text.replace(Text.find("$models"), 7, Models);
     }
+    // `auto NAME = ...`: NAME renamed where the function already uses it.
+    if (llvm::StringRef(Text).starts_with("auto ")) {
+      size_t End = Text.find(' ', 5);
+      std::string Name = Text.substr(5, End - 5);
+      SourceRange Scope = Function ? Function->getSourceRange() : Body->getSourceRange();
+      Text.replace(5, End - 5,
+                   unusedName(Name, Scope, *Match.SourceManager, Match.Context->getLangOpts()));
+    }
     Result.push_back(insertionAt(At, AtLineStart ? Text + "\n" : "\n" + Text));
     return Result;
   };

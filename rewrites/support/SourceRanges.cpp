@@ -2,6 +2,7 @@
 #include "support/SourceRanges.h"
 
 #include "clang/Lex/Lexer.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace clang;
 
@@ -137,6 +138,33 @@ std::string indentationUnit(llvm::StringRef Code) {
     Previous = Width;
   }
   return std::string(Smallest == 0 ? 2 : Smallest, ' ');
+}
+
+std::string unusedName(llvm::StringRef Name, SourceRange Range, const SourceManager &SM,
+                       const LangOptions &LangOpts) {
+  CharSourceRange Chars =
+      Lexer::makeFileCharRange(CharSourceRange::getTokenRange(Range), SM, LangOpts);
+  llvm::StringSet<> Used;
+  if (Chars.isValid()) {
+    bool Invalid = false;
+    llvm::StringRef Text = Lexer::getSourceText(Chars, SM, LangOpts, &Invalid);
+    if (!Invalid) {
+      Lexer Raw(Chars.getBegin(), LangOpts, Text.begin(), Text.begin(), Text.end());
+      Token Tok;
+      bool AtEnd = false;
+      while (!AtEnd) {
+        AtEnd = Raw.LexFromRawLexer(Tok); // true with the last token
+        if (Tok.is(tok::raw_identifier)) {
+          Used.insert(Tok.getRawIdentifier());
+        }
+      }
+    }
+  }
+  std::string Candidate = Name.str();
+  for (int Number = 1; Used.contains(Candidate); ++Number) {
+    Candidate = Name.str() + "_guard" + (Number == 1 ? "" : std::to_string(Number));
+  }
+  return Candidate;
 }
 
 } // namespace accel::rewrites

@@ -34,6 +34,13 @@ firstInList(clang::SourceLocation LParen, clang::SourceLocation First, clang::So
 /// smallest step between the indentations of consecutive lines (2 when nothing says).
 std::string indentationUnit(llvm::StringRef Code);
 
+/// Name, else Name with "_guard" (then a number) added: the first that is no identifier in
+/// Range's text (comments and strings are not read). A variable the rewrite declares there
+/// must not hide one of the code's names (`auto accumulation = accelerator.accumulate(...)`
+/// in a loop that divides by its own `accumulation`).
+std::string unusedName(llvm::StringRef Name, clang::SourceRange Range,
+                       const clang::SourceManager &SM, const clang::LangOptions &LangOpts);
+
 /// An edit inserting Text at Loc (a file location).
 clang::transformer::Edit insertionAt(clang::SourceLocation Loc, std::string Text);
 

@@ -13,6 +13,23 @@
 
 #include <torch/torch.h>
 
+// Accumulation by hand names its own `accumulation`: the guard takes another name rather than
+// hide it (the loop would divide by the guard and not compile).
+void by_hand() {
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  const int accumulation = 2;
+  for (int i = 0; i < 4; ++i) {
+    (model(torch::randn({2, 4})).sum() / accumulation).backward();
+    if ((i + 1) % accumulation == 0) {
+      optimizer.step();
+    }
+  }
+}
+// CHECK-FIXES: for (int i = 0; i < 4; ++i) {
+// CHECK-FIXES-NEXT: auto accumulation_guard = accelerator.accumulate(model);
+// CHECK-FIXES-NEXT: accelerator.backward((model(torch::randn({2, 4})).sum() / accumulation));
+
 int main() {
   torch::nn::Linear model(4, 1);
   torch::nn::Linear critic(1, 1);

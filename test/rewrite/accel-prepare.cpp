@@ -54,6 +54,33 @@ void groups() {
   optimizer.step();
 }
 
+// Two models' parameters gathered in one vector, the first by the vector's declaration: both
+// models are prepared (the one named last alone would leave the other's gradients apart).
+void gathered() {
+  torch::nn::Linear body(4, 4);
+  torch::nn::Linear head(4, 1);
+  std::vector<torch::Tensor> params = body->parameters();
+  for (auto &p : head->parameters()) params.push_back(p);
+  torch::optim::Adam optimizer(params);
+  // CHECK-FIXES: torch::optim::Adam optimizer(params);
+  // CHECK-FIXES-NEXT: accelerator.prepare(body, head, optimizer);
+  head(body(torch::randn({2, 4}))).sum().backward();
+  optimizer.step();
+}
+
+// Gathered from another vector, whose models the analysis does not follow: not prepared, and
+// said so.
+void gathered_from_elsewhere() {
+  torch::nn::Linear model(4, 1);
+  std::vector<torch::Tensor> base = model->parameters();
+  std::vector<torch::Tensor> params;
+  params.insert(params.end(), base.begin(), base.end());
+  // CHECK-MESSAGES: input.cpp:[[@LINE-3]]:30: warning: cannot tell which models the parameters of optimizer 'optimizer' come from: they are gathered from 'base', which accel-rewrite does not follow; call accelerator.prepare with every model whose parameters it holds and the optimizer, before training [accel-prepare]
+  torch::optim::SGD optimizer(params, 0.1);
+  model(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+
 // The model comes from the caller, by reference: it is the caller's model, prepared here.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -181,6 +208,8 @@ int main() {
   gan();
   raw_tensors();
   groups();
+  gathered();
+  gathered_from_elsewhere();
   torch::nn::Linear model(4, 1);
   train(model);
   train_global();
