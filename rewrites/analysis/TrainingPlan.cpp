@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/CountedBatchLoops.h"
+#include "analysis/SequenceBatches.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -177,6 +178,24 @@ const FunctionDecl *owningFunction(const FunctionDecl *Function) {
     Function = Pattern;
   }
   return Function->getCanonicalDecl();
+}
+
+/// The models prepared with the optimizers Plan steps (those found so far).
+llvm::SmallVector<const VarDecl *, 2> modelsOf(const LoopPlan &Plan, ASTContext &Ctx) {
+  llvm::SmallVector<const VarDecl *, 2> Models;
+  if (!Plan.Setup) {
+    return Models;
+  }
+  const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Plan.Setup);
+  if (Info.AlreadyPrepared) {
+    return Info.models();
+  }
+  for (const VarDecl *Optimizer : Plan.Optimizers) {
+    if (const PrepareGroup *Group = Info.groupOf(Optimizer)) {
+      Models.append(Group->Models.begin(), Group->Models.end());
+    }
+  }
+  return Models;
 }
 
 /// Fills Plan's optimizers, setup and loader, or its problem.
@@ -373,13 +392,36 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
           Counted.Counted) {
         if (!Counted.Problem.empty()) {
           Problem(Counted.Problem);
+          return;
         }
         Plan.Loader = Counted.Counter;
-        return;
+        // Its cuts are rows of dimension 0: time steps, for a sequence-first model.
+        if (const VarDecl *Model = sequenceFirstModel(modelsOf(Plan, Ctx), Ctx)) {
+          Problem("this loop cuts its batches along dimension 0, which model '" +
+                  Model->getNameAsString() +
+                  "' reads as time (it holds an LSTM, GRU or RNN not built with "
+                  "batch_first(true)): with split_batches each process would get a part of "
+                  "each sequence instead of whole sequences; build the recurrent module with "
+                  "batch_first(true) and cut samples, or give each process its part by hand "
+                  "(accelerator.process_index(), accelerator.num_processes())");
+          return;
+        }
       }
     }
     if (!Plan.Loader) {
       NoShard(Nearest, "of this training loop");
+      return;
+    }
+    // Batches that depend on the one before (analysis/SequenceBatches.h) cannot be shared.
+    if (std::optional<CarriedState> State = carriedState(Plan.Unit, Ctx)) {
+      std::string Name = State->Var->getNameAsString();
+      Problem("this loop carries '" + Name + "' from one batch to the next (it changes it, and " +
+              "gives it to the model on line " + line(State->Used->getBeginLoc(), SM) +
+              "): a recurrent state: each batch depends on the one before it, and sharing the "
+              "batches among the processes would break that chain (each process would carry "
+              "the state through other batches); leave this training on one process, or give "
+              "each process whole sequences of its own by hand "
+              "(accelerator.process_index(), accelerator.num_processes())");
     }
     return;
   }

@@ -25,8 +25,8 @@ struct FileRewrite {
   std::string Rewritten;
   /// "file:line:col: warning: message [accel-rule]" for what the rules left to the user.
   std::vector<std::string> Warnings;
-  /// The tool's own warnings among them (two rules editing overlapping text), which are no
-  /// rule's finding.
+  /// The tool's own warnings among them (two rules editing the same text in ways that do not
+  /// combine), which are no rule's finding.
   std::vector<std::string> ToolWarnings;
   /// Every finding in file order: the rewrites (those of rules that only edit next to other
   /// rules' edits only when there are such) and the warnings.

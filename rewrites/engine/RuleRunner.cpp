@@ -136,6 +136,9 @@ void RuleRunner::collect(size_t RuleIndex, const MatchFinder::MatchResult &Match
              "'; make the edit by hand (" + Note->Message + ")");
     return;
   }
+  if (MainFileCode.empty()) {
+    MainFileCode = SM.getBufferData(SM.getMainFileID()).str(); // mergeEdits composes with it
+  }
   llvm::Expected<llvm::SmallVector<clang::transformer::Edit, 1>> Edits =
       Rule.Cases[Case].Edits(Match);
   if (!Edits) {
@@ -254,7 +257,15 @@ FileFindings RuleRunner::finish(llvm::StringRef FileName) const {
   for (auto &[Key, Found] : Findings) {
     Result.Findings.push_back(std::move(Found));
   }
-  Result.Edits = mergeEdits(Edits, FileName, Result.ToolWarnings);
+  if (std::optional<clang::tooling::Replacements> Merged =
+          mergeEdits(Edits, FileName, MainFileCode, Result.ToolWarnings)) {
+    Result.Edits = std::move(*Merged);
+  } else {
+    // Edits that do not combine: nothing applies, as for a declined loop (the warning says
+    // where).
+    Result.Declined = true;
+    llvm::erase_if(Result.Findings, [](const RuleFinding &Found) { return Found.Rewrite; });
+  }
   return Result;
 }
 
@@ -264,6 +275,7 @@ void RuleRunner::reset() {
   UnitAnalyses->Owner.reset();
   Declined = false;
   DeclinedRanges.clear();
+  MainFileCode.clear();
 }
 
 } // namespace accel::rewrites

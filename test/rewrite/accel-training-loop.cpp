@@ -121,6 +121,69 @@ void early_exit_batches() {
   }
 }
 
+// A recurrent state carried from one batch into the next (truncated backpropagation through
+// time over a prepared loader's batches): sharing the batches would cut the chain; declined.
+struct Recurrent : torch::nn::Module {
+  torch::nn::GRU gru = register_module("gru", torch::nn::GRU(torch::nn::GRUOptions(4, 8)));
+  std::tuple<torch::Tensor, torch::Tensor> forward(torch::Tensor x, torch::Tensor h) {
+    return gru->forward(x, h);
+  }
+};
+void carried_state() {
+  auto model = std::make_shared<Recurrent>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  auto hidden = torch::zeros({1, 8, 8});
+  for (auto &batch : *loader) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop carries 'hidden' from one batch to the next (it changes it, and gives it to the model on line [[@LINE+3]]): a recurrent state: each batch depends on the one before it, and sharing the batches among the processes would break that chain (each process would carry the state through other batches); leave this training on one process, or give each process whole sequences of its own by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    optimizer.zero_grad();
+    hidden = hidden.detach();
+    auto [output, next] = model->forward(batch.data.unsqueeze(0), hidden);
+    hidden = next;
+    output.sum().backward();
+    // CHECK-FIXES: {{^}}    output.sum().backward();
+    optimizer.step();
+  }
+}
+
+// Windows of time steps cut along dimension 0 for a sequence-first GRU: with split_batches each
+// process would get part of each window; declined.
+void time_windows() {
+  auto model = std::make_shared<Recurrent>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto series = torch::randn({40, 8, 4}); // [time, streams, features]
+  for (int64_t t = 0; t < 40; t += 10) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop cuts its batches along dimension 0, which model 'model' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true)): with split_batches each process would get a part of each sequence instead of whole sequences; build the recurrent module with batch_first(true) and cut samples, or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    optimizer.zero_grad();
+    auto [output, last] = model->forward(series.narrow(0, t, 10), torch::zeros({1, 8, 8}));
+    // CHECK-FIXES: {{^}}    auto [output, last] = model->forward(series.narrow(0, t, 10), torch::zeros({1, 8, 8}));
+    output.sum().backward();
+    optimizer.step();
+  }
+}
+
+// The same GRU built batch_first: the rows cut are samples, rewritten; a tensor held before
+// the loop and given to the model unchanged (a fixed initial state) is no carried state.
+struct BatchFirst : torch::nn::Module {
+  torch::nn::GRU gru =
+      register_module("gru", torch::nn::GRU(torch::nn::GRUOptions(4, 8).batch_first(true)));
+  torch::Tensor forward(torch::Tensor x, torch::Tensor h) { return std::get<0>(gru->forward(x, h)); }
+};
+void sample_windows() {
+  auto model = std::make_shared<BatchFirst>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto sequences = torch::randn({32, 10, 4}); // [samples, time, features]
+  auto initial = torch::zeros({1, 8, 8});
+  for (int64_t i = 0; i < 32; i += 8) {
+    // CHECK-FIXES: {{^}}  for (int64_t i : accelerator.batch_range(0, 32, 8)) {
+    optimizer.zero_grad();
+    model->forward(sequences.narrow(0, i, 8), initial).sum().backward();
+    // The cut's wrap goes inside accelerator.backward's argument (both rules edit there).
+    // CHECK-FIXES: model->forward(accelerator.batch_rows(sequences.narrow(0, i, 8)), initial).sum() *
+    optimizer.step();
+  }
+}
+
 // One step outside any loop, where the optimizer is made: rewritten whole (prepare before it,
 // zero_grad, backward and step through the accelerator), on the batch as written.
 void straight_line() {
@@ -194,6 +257,9 @@ int main() {
   model_outside();
   permutation_batches();
   early_exit_batches();
+  carried_state();
+  time_windows();
+  sample_windows();
   straight_line();
   Trainer().train();
   // CHECK-FIXES: {{^}}  Trainer().train(accelerator);

@@ -22,6 +22,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -68,8 +69,9 @@ struct FileFindings {
   std::vector<RuleFinding> Findings;
   /// The edits of those findings, merged (not formatted).
   clang::tooling::Replacements Edits;
-  /// The engine's own warnings (two rules editing overlapping text), which are no rule's
-  /// finding, as "file: warning: ...".
+  /// The engine's own warnings (two rules editing the same text in ways that do not combine:
+  /// then there are no edits, and Declined is set), which are no rule's finding, as
+  /// "file:line: warning: ...".
   std::vector<std::string> ToolWarnings;
   /// A training loop was declined (Finding::Decline): it and what goes with it stay as
   /// written, and a warning says why. Front ends report it (accel-rewrite exits with
@@ -138,13 +140,20 @@ private:
   /// main file's offsets, from analysis/TrainingPlan.h) applies.
   bool Declined = false;
   std::vector<std::pair<unsigned, unsigned>> DeclinedRanges;
+  /// The main file's text, which the edits are offsets of (taken at the first match).
+  std::string MainFileCode;
 };
 
-/// Merges edits: duplicates (the same edit found twice) once, two insertions at one place in
-/// rule order, an insertion and a replacement at one place both, and an edit overlapping an
-/// earlier one dropped with a warning in Warnings.
-clang::tooling::Replacements mergeEdits(const std::set<TextEdit> &Edits, llvm::StringRef FileName,
-                                        std::vector<std::string> &Warnings);
+/// Merges the edits of the file whose text is Code: duplicates (the same edit found twice)
+/// once, two insertions at one place in rule order, an insertion and a replacement at one
+/// place both, and an edit inside a replacement whose text keeps the code it edits as written
+/// (accel-backward's `accelerator.backward(<the loss>)` around a cut that accel-data-loader
+/// wraps) applied to that text. Edits that overlap otherwise are a conflict: nullopt, with a
+/// warning in Warnings, and the file stays as written (a half-applied rewrite is worse).
+std::optional<clang::tooling::Replacements> mergeEdits(const std::set<TextEdit> &Edits,
+                                                       llvm::StringRef FileName,
+                                                       llvm::StringRef Code,
+                                                       std::vector<std::string> &Warnings);
 
 /// Code with Edits applied in the file's own layout: lines no edit touches stay byte for byte,
 /// lines an edit inserts take the indentation of their neighbours (and the file's unit: tabs,
