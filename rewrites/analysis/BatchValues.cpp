@@ -327,6 +327,22 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     if ((Name == "torch::mean" || Name == "at::mean") && Args.size() == 1) {
       return BatchValue::Mean;
     }
+    // A helper of this file (a training step returning `loss.item<float>()`): what all its
+    // returns agree on.
+    const SourceManager &SM = Ctx.getSourceManager();
+    if (const Stmt *Body = Callee ? Callee->getBody() : nullptr;
+        Body && SM.isWrittenInMainFile(SM.getExpansionLoc(Body->getBeginLoc()))) {
+      std::optional<BatchValue> Returned;
+      forEachStmt(Body, [&](const Stmt *S) {
+        if (const auto *Return = dyn_cast<ReturnStmt>(S); Return && Return->getRetValue()) {
+          BatchValue Kind = classifyBatchValue(Return->getRetValue(), Ctx, Depth + 1);
+          Returned = !Returned || *Returned == Kind ? Kind : BatchValue::Unknown;
+        }
+      });
+      if (Returned) {
+        return *Returned;
+      }
+    }
   }
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());

@@ -68,28 +68,6 @@ bool trainsInLoop(const Stmt *S, ASTContext &Ctx) {
   return Found;
 }
 
-/// A statement that calls a function of this file whose code (or whose callees' code) calls
-/// backward: `train(model, optimizer, loader);` trains as much as the loop it holds.
-bool callsTraining(const Stmt *S, ASTContext &Ctx, int Depth = 0) {
-  if (Depth > 4) {
-    return false;
-  }
-  const SourceManager &SM = Ctx.getSourceManager();
-  bool Found = false;
-  forEachStmt(S, [&](const Stmt *Child) {
-    const auto *Call = dyn_cast<CallExpr>(Child);
-    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
-    const Stmt *Body = Callee ? Callee->getBody() : nullptr;
-    if (Found || !Body || !SM.isWrittenInMainFile(SM.getExpansionLoc(Body->getBeginLoc()))) {
-      return;
-    }
-    Found = containsBackward(Body) || callsTraining(Body, Ctx, Depth + 1);
-  });
-  return Found;
-}
-
-bool trains(const Stmt *S, ASTContext &Ctx) { return containsBackward(S) || callsTraining(S, Ctx); }
-
 /// The innermost block (compound statement) that has S as one of its own statements.
 const CompoundStmt *blockHolding(const Stmt *S, ASTContext &Ctx) {
   auto Parents = Ctx.getParents(*S);

@@ -43,11 +43,12 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
 
 namespace {
 /// Whether a range-for in Body iterates Var, and whether one that does calls backward.
-void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &Trains) {
+void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &Trains,
+                   ASTContext &Ctx) {
   forEachStmt(Body, [&](const Stmt *S) {
     if (const auto *Loop = dyn_cast<CXXForRangeStmt>(S); Loop && iteratedVar(Loop) == Var) {
       Iterated = true;
-      Trains = Trains || containsBackward(Loop->getBody());
+      Trains = Trains || trains(Loop->getBody(), Ctx); // a step helper's call too
     }
   });
 }
@@ -64,7 +65,7 @@ bool isDeducedParameter(const FunctionDecl *Callee, unsigned Index) {
 }
 } // namespace
 
-llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader) {
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader, ASTContext &Ctx) {
   llvm::SmallVector<LoaderHandOff, 2> Result;
   const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
   if (!Function || !Function->hasBody()) {
@@ -86,12 +87,32 @@ llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader) {
       HandOff.Callee = Callee;
       HandOff.AcceptsShardedLoader = isDeducedParameter(Callee, I - Skip);
       rangeForsOver(Callee->getBody(), Callee->getParamDecl(I - Skip), HandOff.Iterates,
-                    HandOff.Trains);
+                    HandOff.Trains, Ctx);
       Result.push_back(HandOff);
     }
   });
   return Result;
 }
+
+bool callsTraining(const Stmt *S, ASTContext &Ctx, int Depth) {
+  if (Depth > 4) {
+    return false;
+  }
+  const SourceManager &SM = Ctx.getSourceManager();
+  bool Found = false;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Call = dyn_cast<CallExpr>(Child);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    const Stmt *Body = Callee ? Callee->getBody() : nullptr;
+    if (Found || !Body || !SM.isWrittenInMainFile(SM.getExpansionLoc(Body->getBeginLoc()))) {
+      return;
+    }
+    Found = containsBackward(Body) || callsTraining(Body, Ctx, Depth + 1);
+  });
+  return Found;
+}
+
+bool trains(const Stmt *S, ASTContext &Ctx) { return containsBackward(S) || callsTraining(S, Ctx); }
 
 bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
   if (!makeDataLoaderInit(Loader)) {
@@ -102,8 +123,8 @@ bool isTrainingLoader(const VarDecl *Loader, ASTContext &Ctx) {
     return false;
   }
   bool Iterated = false, Trains = false;
-  rangeForsOver(Function->getBody(), Loader, Iterated, Trains);
-  for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+  rangeForsOver(Function->getBody(), Loader, Iterated, Trains, Ctx);
+  for (const LoaderHandOff &HandOff : loaderHandOffs(Loader, Ctx)) {
     Trains = Trains || (HandOff.Trains && HandOff.AcceptsShardedLoader);
   }
   return Trains;

@@ -21,6 +21,12 @@ namespace accel::rewrites {
 const clang::VarDecl *iteratedVar(const clang::CXXForRangeStmt *Loop);
 /// A local variable initialised by torch::data::make_data_loader (the stateless overloads).
 const clang::CallExpr *makeDataLoaderInit(const clang::VarDecl *Var);
+/// A statement that calls a function of this file whose code (or whose callees' code, to
+/// depth 4) calls backward: `train(model, optimizer, loader);` trains as much as the loop it
+/// holds.
+bool callsTraining(const clang::Stmt *S, clang::ASTContext &Ctx, int Depth = 0);
+/// S calls backward, or callsTraining.
+bool trains(const clang::Stmt *S, clang::ASTContext &Ctx);
 /// A make_data_loader variable that a range-for with a backward call in its body iterates,
 /// in its function or in a function it is passed to whose parameter accepts the sharded
 /// loader: the rule accel-data-loader shards it.
@@ -33,7 +39,8 @@ struct LoaderHandOff {
   /// The parameter's type is deduced (`Loader &`, `auto &`): the sharded loader fits it.
   bool AcceptsShardedLoader = false;
 };
-llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const clang::VarDecl *Loader);
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const clang::VarDecl *Loader,
+                                                   clang::ASTContext &Ctx);
 /// Why accel-data-loader cannot rewrite a make_data_loader variable (its type is spelled out,
 /// a sampler object with explicit template arguments), or "" when it can.
 std::string shardingProblem(const clang::VarDecl *Loader);

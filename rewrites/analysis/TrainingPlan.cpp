@@ -535,7 +535,7 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
     if (!makeDataLoaderInit(Loader)) {
       continue;
     }
-    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader, Ctx)) {
       if (Declined.count(owningFunction(HandOff.Callee))) {
         Add(Loader->getSourceRange());
       }

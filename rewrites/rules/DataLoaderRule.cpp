@@ -76,7 +76,7 @@ Plan plan(const MatchResult &Match) {
   bool Training = isTrainingLoader(Loader, Ctx);
   if (!Training) {
     bool IteratedElsewhere = false;
-    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader)) {
+    for (const LoaderHandOff &HandOff : loaderHandOffs(Loader, Ctx)) {
       IteratedElsewhere = IteratedElsewhere || HandOff.Iterates;
       if (HandOff.Trains && !HandOff.AcceptsShardedLoader) {
         Warn("data loader '" + Name + "' feeds training in " + functionLabel(HandOff.Callee) +

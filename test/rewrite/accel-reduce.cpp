@@ -308,6 +308,30 @@ void not_followed() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:58: warning: 'seen' is added up over this process's batches, but it is added up in a loop inside the loop over batches{{.*}} [accel-reduce]
 }
 
+// A training-step helper that returns its batch's mean loss: what the loop adds up from it
+// is a sum of per-batch means (its loader is sharded, since its loop trains through it).
+float step_on(torch::nn::Linear &net, torch::optim::Optimizer &opt, const torch::Tensor &x) {
+  opt.zero_grad();
+  auto loss = net(x).pow(2).mean();
+  loss.backward();
+  opt.step();
+  return loss.item<float>();
+}
+void returned_by_step() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  // CHECK-FIXES: {{^}}  auto data = accelerator.prepare_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  float sum = 0;
+  int n = 0;
+  for (auto &b : *data) {
+    sum += step_on(net, sgd, b.data);
+    ++n;
+  }
+  std::printf("%.4f\n", sum / n);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", accelerator.reduce(sum, "mean") / n);
+}
+
 // An evaluation helper given the sharded training loader gets the accelerator and combines
 // its counts; one given both the training loader and a loader every process sees whole is
 // left alone with a warning.
@@ -404,5 +428,6 @@ int main() {
   held_elsewhere();
   not_followed();
   evaluated();
+  returned_by_step();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }
