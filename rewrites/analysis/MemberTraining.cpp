@@ -22,18 +22,6 @@ const Expr *objectOf(const Expr *E) {
   return E;
 }
 
-/// What a std::unique_ptr or std::shared_ptr member points to; a null type for other types.
-QualType smartPointee(QualType Type) {
-  const auto *Smart = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
-  if (!Smart ||
-      (qualifiedName(Smart) != "std::unique_ptr" && qualifiedName(Smart) != "std::shared_ptr") ||
-      Smart->getTemplateArgs().size() < 1 ||
-      Smart->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
-    return QualType();
-  }
-  return Smart->getTemplateArgs()[0].getAsType();
-}
-
 /// The arguments an optimizer is constructed with: of `SGD(args)` itself, or through
 /// std::make_unique<SGD>(args), std::make_shared, `new SGD(args)` and a smart pointer made
 /// from that.
@@ -195,7 +183,7 @@ MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
   });
   if (Stepped.empty() && Result.AlreadyPrepared) {
     for (const FieldDecl *Field : Prepared) {
-      if (isOptimizerType(Field->getType()) || isOptimizerType(smartPointee(Field->getType()))) {
+      if (isOptimizerOrPointerTo(Field->getType())) {
         Result.Optimizers.push_back(Field);
       } else if (isModelType(Field->getType())) {
         Result.Models.push_back(Field);

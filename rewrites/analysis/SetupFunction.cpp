@@ -163,7 +163,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   };
   std::vector<Candidate> Candidates;
   for (const VarDecl *Var : Vars) {
-    if (!isOptimizerType(Var->getType())) {
+    if (!isOptimizerOrPointerTo(Var->getType())) {
       continue;
     }
     const auto *Declaration = dyn_cast_or_null<DeclStmt>([&]() -> const Stmt * {
@@ -515,7 +515,7 @@ bool isPreparedModel(const VarDecl *Var, ASTContext &Ctx) {
 
 DeclarationMatcher setupFunction() {
   return functionDecl(isDefinition(),
-                      hasBody(compoundStmt(hasDescendant(varDecl(hasType(isOptimizer()))))));
+                      hasBody(compoundStmt(hasDescendant(varDecl(hasType(holdsOptimizer()))))));
 }
 
 namespace {

@@ -332,7 +332,7 @@ bool createsOptimizer(const FunctionDecl *Function) {
     }
     for (const Decl *D : Declaration->decls()) {
       const auto *Var = dyn_cast<VarDecl>(D);
-      Found = Found || (Var && isOptimizerType(Var->getType()));
+      Found = Found || (Var && isOptimizerOrPointerTo(Var->getType()));
     }
   });
   return Found;

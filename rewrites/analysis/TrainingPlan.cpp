@@ -115,7 +115,7 @@ const VarDecl *creatingVariable(const VarDecl *Var, ASTContext &Ctx, std::string
     return Created;
   }
   if (!Var->isLocalVarDecl() || Var->getType()->isReferenceType() ||
-      Var->getType()->isPointerType() || !isOptimizerType(Var->getType())) {
+      Var->getType()->isPointerType() || !isOptimizerOrPointerTo(Var->getType())) {
     Why = "optimizer " + Name +
           " is not a local variable holding the optimizer itself, so accel-rewrite cannot "
           "tell where it is created";

@@ -9,6 +9,7 @@
 #include "RuleFactories.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
+#include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
 
@@ -72,7 +73,9 @@ Rule makePrepareRule() {
       };
       llvm::for_each(Group.Models, Add);
       for (const VarDecl *Optimizer : Group.Optimizers) {
-        Add(Optimizer);
+        // One held by a smart pointer (`auto optimizer = make_optimizer(...)`) as `*optimizer`.
+        Args += std::string(Args.empty() ? "" : ", ") +
+                (isOptimizerType(Optimizer->getType()) ? "" : "*") + Optimizer->getNameAsString();
         for (size_t I = 0; I < Group.Schedulers.size(); ++I) {
           if (Group.ScheduledOptimizers[I] == Optimizer) {
             Add(Group.Schedulers[I]);

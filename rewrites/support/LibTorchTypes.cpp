@@ -72,4 +72,19 @@ bool isModelType(QualType Type) {
   return isClassOrDerived(Shared->getTemplateArgs()[0].getAsType(), "torch::nn::Module");
 }
 
+QualType smartPointee(QualType Type) {
+  const auto *Smart = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  if (!Smart ||
+      (qualifiedName(Smart) != "std::unique_ptr" && qualifiedName(Smart) != "std::shared_ptr") ||
+      Smart->getTemplateArgs().size() < 1 ||
+      Smart->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
+    return QualType();
+  }
+  return Smart->getTemplateArgs()[0].getAsType();
+}
+
+bool isOptimizerOrPointerTo(QualType Type) {
+  return isOptimizerType(Type) || isOptimizerType(smartPointee(Type));
+}
+
 } // namespace accel::rewrites

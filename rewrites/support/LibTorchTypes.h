@@ -23,11 +23,15 @@ bool isAcceleratorType(clang::QualType Type); // accelerate::Accelerator
 /// A model: a ModuleHolder (TORCH_MODULE), a torch::nn::Module subclass, or a shared_ptr
 /// to one. Never a reference or pointer.
 bool isModelType(clang::QualType Type);
+/// What a std::unique_ptr or std::shared_ptr points to; a null type for other types.
+clang::QualType smartPointee(clang::QualType Type);
+/// An optimizer, or a std::unique_ptr or std::shared_ptr to one (prepared as `*name`).
+bool isOptimizerOrPointerTo(clang::QualType Type);
 
 /// The class a type names (through references and aliases), or null.
 const clang::CXXRecordDecl *recordOf(clang::QualType Type);
 
-AST_MATCHER(clang::QualType, isOptimizer) { return isOptimizerType(Node); }
+AST_MATCHER(clang::QualType, holdsOptimizer) { return isOptimizerOrPointerTo(Node); }
 AST_MATCHER(clang::QualType, isAccelerator) { return isAcceleratorType(Node); }
 
 } // namespace accel::rewrites

@@ -81,6 +81,22 @@ void gathered_from_elsewhere() {
   optimizer.step();
 }
 
+// An optimizer held by a smart pointer (made by std::make_unique or a factory): prepared as
+// *optimizer, with the scheduler that names it.
+void held_by_pointer() {
+  torch::nn::Linear model(4, 1);
+  auto optimizer = std::make_unique<torch::optim::SGD>(model->parameters(), 0.1);
+  torch::optim::StepLR scheduler(*optimizer, 10);
+  // CHECK-FIXES: torch::optim::StepLR scheduler(*optimizer, 10);
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, *optimizer, scheduler);
+  for (int step = 0; step < 2; ++step) {
+    model(torch::randn({2, 4})).sum().backward();
+    optimizer->step();
+    // CHECK-FIXES: accelerator.step(*optimizer);
+    scheduler.step();
+  }
+}
+
 // The model comes from the caller, by reference: it is the caller's model, prepared here.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -210,6 +226,7 @@ int main() {
   groups();
   gathered();
   gathered_from_elsewhere();
+  held_by_pointer();
   torch::nn::Linear model(4, 1);
   train(model);
   train_global();
