@@ -177,10 +177,18 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
                             int Depth) {
   auto Args = writtenArgs(Call);
   auto Object = [&] { return classifyBatchValue(Call->getImplicitObjectArgument(), Ctx, Depth); };
+  if (Method == "grad" || Method == "mutable_grad") {
+    // A parameter's gradient, read after accelerator.backward: synchronised, the same on
+    // every process (a gradient norm logged by hand is no batch statistic).
+    return BatchValue::Constant;
+  }
   if (Method == "item" || Method == "to" || Method == "cpu" || Method == "cuda" ||
       Method == "detach" || Method == "clone" || Method == "contiguous" || Method == "toType" ||
       Method == "type" || Method == "float" || Method == "double" || Method == "squeeze") {
     return Object();
+  }
+  if (Object() == BatchValue::Constant) {
+    return BatchValue::Constant; // what is the same everywhere stays so (g.pow(2).sum())
   }
   if (Method == "sum" || Method == "nansum" || Method == "mean" || Method == "nanmean") {
     BatchValue Reduced = Method.ends_with("sum") ? BatchValue::Sum : BatchValue::Mean;
@@ -318,6 +326,13 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     const FunctionDecl *Callee = Call->getDirectCallee();
     std::string Name = qualifiedName(Callee);
     auto Args = writtenArgs(Call);
+    // A function of values that are the same everywhere (std::sqrt of a norm made of
+    // synchronised gradients) gives one too.
+    if (Callee && !Args.empty() && llvm::all_of(Args, [&](const Expr *Arg) {
+          return classifyBatchValue(Arg, Ctx, Depth) == BatchValue::Constant;
+        })) {
+      return BatchValue::Constant;
+    }
     if (isLossFunction(Callee)) {
       return lossReduction(Call);
     }

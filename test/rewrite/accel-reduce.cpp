@@ -332,6 +332,27 @@ void returned_by_step() {
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", accelerator.reduce(sum, "mean") / n);
 }
 
+// A gradient norm logged by hand after backward: the gradients are synchronised, the same on
+// every process, so what is computed from them stays as it is (no reduce, no warning).
+void gradient_norm() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double norms = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    net(b.data).pow(2).mean().backward();
+    double squares = 0;
+    for (const auto &p : net->parameters()) {
+      squares += p.grad().pow(2).sum().item<double>();
+    }
+    norms += std::sqrt(squares);
+    sgd.step();
+  }
+  std::printf("%.4f\n", norms);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", norms);
+}
+
 // An evaluation helper given the sharded training loader gets the accelerator and combines
 // its counts; one given both the training loader and a loader every process sees whole is
 // left alone with a warning.
@@ -429,5 +450,6 @@ int main() {
   not_followed();
   evaluated();
   returned_by_step();
+  gradient_norm();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }
