@@ -248,14 +248,17 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
           continue;
         }
         forEachStmt(S, CollectModels);
-        // Filled from a variable that is no model (another vector, a tensor): which models
-        // that holds, the analysis does not follow.
+        // Filled from a variable of tensors that is no model (another vector, a tensor): which
+        // models those come from, the analysis does not follow.
         forEachStmt(S, [&](const Stmt *Child) {
           const auto *Ref = dyn_cast<DeclRefExpr>(Child);
           const auto *Local = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+          std::string Type =
+              Local ? Local->getType().getNonReferenceType().getCanonicalType().getAsString() : "";
           if (Local && !Unfollowed && Local->isLocalVarDecl() && !Containers.count(Local) &&
               !isModelType(Local->getType().getNonReferenceType()) &&
-              !Local->getType()->isScalarType() &&
+              (llvm::StringRef(Type).contains("at::Tensor") ||
+               llvm::StringRef(Type).contains("OptimizerParamGroup")) &&
               !S->getSourceRange().fullyContains(Local->getSourceRange())) {
             Unfollowed = Local;
           }

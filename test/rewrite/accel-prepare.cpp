@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 
 struct Plain : torch::nn::Module {
   torch::nn::Linear fc = register_module("fc", torch::nn::Linear(4, 1));
@@ -65,6 +66,23 @@ void gathered() {
   // CHECK-FIXES: torch::optim::Adam optimizer(params);
   // CHECK-FIXES-NEXT: accelerator.prepare(body, head, optimizer);
   head(body(torch::randn({2, 4}))).sum().backward();
+  optimizer.step();
+}
+
+// Filled by name, comparing with a local string: the string is no source of parameters.
+void filtered_by_name() {
+  torch::nn::Linear model(4, 1);
+  const std::string skip = "bias";
+  std::vector<torch::Tensor> weights;
+  for (auto &item : model->named_parameters()) {
+    if (item.key() != skip) {
+      weights.push_back(item.value());
+    }
+  }
+  torch::optim::SGD optimizer(weights, 0.1);
+  // CHECK-FIXES: torch::optim::SGD optimizer(weights, 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(model, optimizer);
+  model(torch::randn({2, 4})).sum().backward();
   optimizer.step();
 }
 
@@ -226,6 +244,7 @@ int main() {
   groups();
   gathered();
   gathered_from_elsewhere();
+  filtered_by_name();
   held_by_pointer();
   torch::nn::Linear model(4, 1);
   train(model);
