@@ -364,23 +364,6 @@ bool runsAlikeEverywhere(const Stmt *Loop, ASTContext &Ctx) {
   return !leavesEarly(Body);
 }
 
-/// The loop's body, or null for anything else.
-const Stmt *loopBody(const DynTypedNode &Node) {
-  if (const auto *For = Node.get<ForStmt>()) {
-    return For->getBody();
-  }
-  if (const auto *Range = Node.get<CXXForRangeStmt>()) {
-    return Range->getBody();
-  }
-  if (const auto *While = Node.get<WhileStmt>()) {
-    return While->getBody();
-  }
-  if (const auto *Do = Node.get<DoStmt>()) {
-    return Do->getBody();
-  }
-  return nullptr;
-}
-
 /// The statement to guard for Code in Function (which has its own accelerator): the
 /// statement it is in that runs once each time Function does, taken whole with the loops and
 /// branches around Code. Why says why there is none.
@@ -408,7 +391,7 @@ const Stmt *statementToGuard(const Stmt *Code, const FunctionDecl *Function, AST
     } else if (Parent.get<LambdaExpr>()) {
       Why = "it is in a lambda";
       return nullptr;
-    } else if (const Stmt *Body = loopBody(Parent)) {
+    } else if (const Stmt *Body = loopBody(Parent.get<Stmt>())) {
       // In the body of a loop every process runs alike (a sweep, a k-fold loop) the guard
       // goes inside it; any other loop goes whole.
       if (Node.get<Stmt>() != Body || !runsAlikeEverywhere(Parent.get<Stmt>(), Ctx)) {

@@ -38,22 +38,6 @@ bool holdsTensors(QualType Type) {
          llvm::StringRef(Plain.getAsString()).contains("at::Tensor");
 }
 
-const Stmt *bodyOf(const Stmt *Loop) {
-  if (const auto *For = dyn_cast<ForStmt>(Loop)) {
-    return For->getBody();
-  }
-  if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
-    return Range->getBody();
-  }
-  if (const auto *While = dyn_cast<WhileStmt>(Loop)) {
-    return While->getBody();
-  }
-  if (const auto *Do = dyn_cast<DoStmt>(Loop)) {
-    return Do->getBody();
-  }
-  return nullptr;
-}
-
 /// The module class of a model type: the class itself, a holder's Impl, a shared_ptr's
 /// pointee.
 const CXXRecordDecl *moduleClassOf(QualType Type) {
@@ -122,7 +106,7 @@ const VarDecl *sequenceFirstModel(llvm::ArrayRef<const VarDecl *> Models, ASTCon
 }
 
 std::optional<CarriedState> carriedState(const Stmt *Loop, ASTContext &Ctx) {
-  const Stmt *Body = Loop ? bodyOf(Loop) : nullptr;
+  const Stmt *Body = loopBody(Loop);
   if (!Body) {
     return std::nullopt;
   }

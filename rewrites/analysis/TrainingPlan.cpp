@@ -586,19 +586,8 @@ std::optional<llvm::SmallVector<const VarDecl *, 2>> modelsTrainedIn(const Stmt 
                                                                      ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
   auto BodyOf = [](const Stmt *Unit) -> const Stmt * {
-    if (const auto *For = dyn_cast<ForStmt>(Unit)) {
-      return For->getBody();
-    }
-    if (const auto *Range = dyn_cast<CXXForRangeStmt>(Unit)) {
-      return Range->getBody();
-    }
-    if (const auto *While = dyn_cast<WhileStmt>(Unit)) {
-      return While->getBody();
-    }
-    if (const auto *Do = dyn_cast<DoStmt>(Unit)) {
-      return Do->getBody();
-    }
-    return Unit; // a step helper's body
+    const Stmt *Body = loopBody(Unit);
+    return Body ? Body : Unit; // a step helper's body
   };
   AnalysisContext &Analyses = AnalysisContext::of(Ctx);
   for (const LoopPlan &Plan : Analyses.trainingPlans().Loops) {

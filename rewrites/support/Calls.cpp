@@ -157,6 +157,22 @@ void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   }
 }
 
+const Stmt *loopBody(const Stmt *Loop) {
+  if (const auto *For = dyn_cast_or_null<ForStmt>(Loop)) {
+    return For->getBody();
+  }
+  if (const auto *Range = dyn_cast_or_null<CXXForRangeStmt>(Loop)) {
+    return Range->getBody();
+  }
+  if (const auto *While = dyn_cast_or_null<WhileStmt>(Loop)) {
+    return While->getBody();
+  }
+  if (const auto *Do = dyn_cast_or_null<DoStmt>(Loop)) {
+    return Do->getBody();
+  }
+  return nullptr;
+}
+
 bool refersTo(const Stmt *S, const VarDecl *Var) {
   bool Found = false;
   forEachStmt(S, [&](const Stmt *Child) {
