@@ -65,7 +65,7 @@ Rule declarationRule() {
     // On a line of its own, indented like the statement after it; beside that statement when
     // it shares its line with other code (the user's lines are never re-flowed).
     std::string Declaration =
-        namesNoDevice(*Match.Context)
+        namesOnlyTheCpu(*Match.Context)
             ? "accelerate::Accelerator accelerator(accelerate::Options::on_cpu());"
             : "accelerate::Accelerator accelerator;";
     Result.push_back(insertionAt(At, Declaration + (At == First ? " " : "\n")));
@@ -80,10 +80,13 @@ Rule declarationRule() {
                                 ? " calls the functions that set up training, and passes it "
                                   "to them"
                                 : " creates the optimizer") +
-                           (namesNoDevice(*Match.Context)
-                                ? "; this program places nothing on a device, so the run stays "
-                                  "on the CPU (Options::on_cpu()): its tensors would otherwise "
-                                  "meet a model moved to the GPU"
+                           (namesOnlyTheCpu(*Match.Context)
+                                ? "; this program names no device but the CPU, so the run "
+                                  "stays on the CPU (Options::on_cpu()): the tensors it "
+                                  "creates would otherwise meet a model moved to the GPU. To "
+                                  "train on GPUs, choose the device as "
+                                  "`torch::cuda::is_available() ? torch::kCUDA : "
+                                  "torch::kCPU` and move each tensor the model sees to it"
                                 : "");
                   }));
 }

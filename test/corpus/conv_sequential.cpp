@@ -1,7 +1,7 @@
 // Corpus: a convolutional torch::nn::Sequential trained by a function whose loader parameter is
 // `auto &` (a C++20 abbreviated template) and evaluated by another; AdamW with weight decay;
-// gradient clipping by value; the device from `torch::Device device = torch::kCPU;` (a
-// CPU-only program: the rewrite trains on the accelerator's device).
+// gradient clipping by value; the device from `torch::Device device = torch::kCPU;` (a program
+// that names only the CPU: the rewrite keeps it there, Options::on_cpu()).
 //
 //   conv_sequential BATCH OUT_DIR   prints "metric NAME VALUE" lines, writes OUT_DIR/model.pt
 #include <torch/torch.h>

@@ -14,6 +14,33 @@
 // RUN: %clangxx -fsyntax-only %torch_flags %torch_pch -I%runtime_include %t/out.cpp
 // RUN: %accel-rewrite --rules=-training-loop %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include
 // RUN: diff %t/out.cpp %t/again.cpp
+//
+// A program that names the CPU and no other device stays on the CPU too (the section at the
+// end, by DEVICE_CHOICE); one that names a GPU, or a device it reads at run time, does not.
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/cpu1.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=1
+// RUN: FileCheck %s --check-prefix=CPU --input-file=%t/cpu1.cpp
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/cpu2.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=2
+// RUN: FileCheck %s --check-prefix=CPU --input-file=%t/cpu2.cpp
+// CPU: void run() { accelerate::Accelerator accelerator(accelerate::Options::on_cpu()); torch::nn::Linear
+// RUN: %not %accel-rewrite --check --rules=-training-loop %t/input.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=1 > %t/cpu1.txt
+// RUN: FileCheck %s --check-prefix=SAYS-CPU --input-file=%t/cpu1.txt
+// SAYS-CPU: this program names no device but the CPU, so the run stays on the CPU (Options::on_cpu()){{.*}}choose the device as `torch::cuda::is_available() ? torch::kCUDA : torch::kCPU`
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu3.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=3
+// RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu3.cpp
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu4.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=4
+// RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu4.cpp
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu5.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=5
+// RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu5.cpp
+// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu6.cpp -- %torch_flags \
+// RUN:   -I%runtime_include -DDEVICE_CHOICE=6
+// RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu6.cpp
+// GPU: void run() { accelerate::Accelerator accelerator; torch::nn::Linear
 
 #include <torch/torch.h>
 
@@ -139,3 +166,23 @@ int main() {
 // CHECK-FIXES: report(accelerator);
 // CHECK-FIXES: trainer.step(accelerator, model);
 // CHECK-FIXES: trainer.virtual_step(model);
+
+#ifdef DEVICE_CHOICE
+torch::Tensor placed(torch::Tensor x, const char *name) {
+#if DEVICE_CHOICE == 1
+  torch::Device device(torch::kCPU);
+  torch::DeviceType type = torch::DeviceType::CPU;
+  return x.to(device).to(type).to(x.device());
+#elif DEVICE_CHOICE == 2
+  return x.to(torch::Device("cpu"));
+#elif DEVICE_CHOICE == 3
+  return x.to(torch::Device(name));
+#elif DEVICE_CHOICE == 4
+  return x.to(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU);
+#elif DEVICE_CHOICE == 5
+  return x.cuda();
+#else
+  return x.to(torch::Device("cuda:0"));
+#endif
+}
+#endif
