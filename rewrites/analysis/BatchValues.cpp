@@ -2,9 +2,12 @@
 #include "analysis/BatchValues.h"
 
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
 
@@ -16,12 +19,6 @@ namespace {
 /// How many local variables deep a value is followed (through their initializers or
 /// assignments); the expressions themselves are walked whole.
 constexpr int MaxDepth = 6;
-
-bool isTensorType(QualType Type) {
-  const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
-  return Record &&
-         (qualifiedName(Record) == "at::Tensor" || qualifiedName(Record) == "at::TensorBase");
-}
 
 /// The method name of a call of a tensor method, or "".
 llvm::StringRef tensorMethod(const CXXMemberCallExpr *Call) {
@@ -317,6 +314,12 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     if (llvm::StringRef Method = tensorMethod(Member); !Method.empty()) {
       return tensorMethodCall(Member, Method, Ctx, Depth);
     }
+    // A c10::Scalar's value (`loss.item().toDouble()`): what the scalar is.
+    if (const CXXMethodDecl *Method = Member->getMethodDecl();
+        Method && isScalarType(Member->getImplicitObjectArgument()->getType()) &&
+        Method->getDeclName().isIdentifier() && Method->getName().starts_with("to")) {
+      return classifyBatchValue(Member->getImplicitObjectArgument(), Ctx, Depth);
+    }
     const ValueDecl *Object = calledObject(Member->getImplicitObjectArgument());
     if (Object && isLossModuleType(Object->getType())) {
       return lossModuleCall(Object); // criterion->forward(output, target)
@@ -379,6 +382,74 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   // Tensors not reduced by anything above (the batch's data, a model's output) hold a value
   // per sample.
   return isTensorType(E->getType()) ? BatchValue::PerSample : BatchValue::Unknown;
+}
+
+namespace {
+
+/// How many local variables deep computedFromTensors follows a value; deeper counts as
+/// computed from tensors (the callers decline or warn on that, which is safe).
+constexpr int MaxTensorDepth = 6;
+
+struct TensorOrigins {
+  const Stmt *FunctionBody;
+  /// The variables being followed: a value that reads itself (`x = x + 1`) adds nothing.
+  llvm::SmallPtrSet<const VarDecl *, 8> Following;
+
+  bool fromTensors(const Expr *E, int Depth);
+
+  /// Whether a local variable holds a value computed from tensors: its initializer or any
+  /// value stored into it (`=`, `+=`, ...) in its function.
+  bool variableFromTensors(const VarDecl *Var, int Depth) {
+    if (!Var->hasLocalStorage() || isa<ParmVarDecl>(Var) || Following.contains(Var)) {
+      return false; // A parameter or a global: the same on every process.
+    }
+    if (Depth >= MaxTensorDepth || isTensorType(Var->getType())) {
+      return true;
+    }
+    Following.insert(Var);
+    bool Found = Var->getInit() && fromTensors(Var->getInit(), Depth + 1);
+    forEachStmt(FunctionBody, [&](const Stmt *S) {
+      const auto *Store = dyn_cast<BinaryOperator>(S);
+      if (Found || !Store || !Store->isAssignmentOp()) {
+        return;
+      }
+      const auto *Ref = dyn_cast<DeclRefExpr>(Store->getLHS()->IgnoreParenImpCasts());
+      Found = Ref && Ref->getDecl() == Var && fromTensors(Store->getRHS(), Depth + 1);
+    });
+    Following.erase(Var);
+    return Found;
+  }
+};
+
+bool TensorOrigins::fromTensors(const Expr *E, int Depth) {
+  if (!E) {
+    return false;
+  }
+  // What a collective of the accelerator returns is the same on every process
+  // (`accelerator.reduce(loss.item<float>(), "mean") < 0.25f`).
+  if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E);
+      Call && isAcceleratorType(Call->getObjectType())) {
+    return false;
+  }
+  if (isTensorType(E->getType())) {
+    return true;
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    return Var && variableFromTensors(Var, Depth);
+  }
+  for (const Stmt *Child : E->children()) {
+    if (fromTensors(dyn_cast_or_null<Expr>(Child), Depth)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+bool computedFromTensors(const Expr *E, const Stmt *FunctionBody) {
+  return TensorOrigins{FunctionBody, {}}.fromTensors(E, 0);
 }
 
 } // namespace accel::rewrites

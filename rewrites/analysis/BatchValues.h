@@ -40,4 +40,10 @@ bool declaredEmpty(const clang::VarDecl *Var);
 /// The values `Var = value` assigns in its function (a tensor's operator= too), in order.
 llvm::SmallVector<const clang::Expr *, 2> assignedValues(const clang::VarDecl *Var);
 
+/// Whether E is computed from tensors (a batch, a loss, a model's output: values that differ
+/// between processes), directly or through the local variables of FunctionBody it reads
+/// (their initializers and every value stored into them). What a collective of the
+/// accelerator returns is the same everywhere, and so are parameters and globals.
+bool computedFromTensors(const clang::Expr *E, const clang::Stmt *FunctionBody);
+
 } // namespace accel::rewrites

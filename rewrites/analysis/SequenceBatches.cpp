@@ -69,13 +69,28 @@ llvm::StringRef textOf(const Decl *D, const ASTContext &Ctx) {
   return Range.isValid() ? Lexer::getSourceText(Range, SM, Ctx.getLangOpts()) : "";
 }
 
-/// Whether Class is, or holds as a member (to Depth more levels), a recurrent module that is
-/// not built batch_first, as far as the class's own text says.
-bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int Depth) {
+/// LibTorch's attention modules read (time, batch, features) and have no batch_first option.
+bool alwaysSequenceFirst(llvm::StringRef Name) {
+  return Name == "torch::nn::TransformerImpl" || Name == "torch::nn::TransformerEncoderImpl" ||
+         Name == "torch::nn::TransformerDecoderImpl" ||
+         Name == "torch::nn::TransformerEncoderLayerImpl" ||
+         Name == "torch::nn::TransformerDecoderLayerImpl" ||
+         Name == "torch::nn::MultiheadAttentionImpl";
+}
+
+/// Whether Class is, or holds as a member (to Depth more levels), a module that reads
+/// dimension 0 as time: an attention module, or a recurrent one not built batch_first, as far
+/// as the class's own text says.
+bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int Depth,
+                        bool &Always) {
   if (!Class) {
     return false;
   }
   std::string Name = qualifiedName(Class);
+  if (alwaysSequenceFirst(Name)) {
+    Always = true;
+    return true;
+  }
   if (Name == "torch::nn::LSTMImpl" || Name == "torch::nn::GRUImpl" ||
       Name == "torch::nn::RNNImpl") {
     return true;
@@ -85,8 +100,10 @@ bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int D
     return false;
   }
   for (const FieldDecl *Field : Definition->fields()) {
-    if (holdsSequenceFirst(moduleClassOf(Field->getType()), Ctx, Depth - 1) &&
-        !textOf(Definition, Ctx).contains("batch_first(true)")) {
+    bool FieldAlways = false;
+    if (holdsSequenceFirst(moduleClassOf(Field->getType()), Ctx, Depth - 1, FieldAlways) &&
+        (FieldAlways || !textOf(Definition, Ctx).contains("batch_first(true)"))) {
+      Always = Always || FieldAlways;
       return true;
     }
   }
@@ -97,8 +114,9 @@ bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int D
 
 const VarDecl *sequenceFirstModel(llvm::ArrayRef<const VarDecl *> Models, ASTContext &Ctx) {
   for (const VarDecl *Model : Models) {
-    if (holdsSequenceFirst(moduleClassOf(Model->getType()), Ctx, 3) &&
-        !textOf(Model, Ctx).contains("batch_first(true)")) {
+    bool Always = false;
+    if (holdsSequenceFirst(moduleClassOf(Model->getType()), Ctx, 3, Always) &&
+        (Always || !textOf(Model, Ctx).contains("batch_first(true)"))) {
       return Model;
     }
   }

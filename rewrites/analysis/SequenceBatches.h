@@ -39,9 +39,11 @@ struct CarriedState {
 /// the loop; none when there is no such tensor.
 std::optional<CarriedState> carriedState(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
-/// The first model among Models that holds a recurrent module (torch::nn::LSTM, GRU or RNN, as
-/// the model or as a member, to three levels) not built with batch_first(true): such a module
-/// reads dimension 0 of its input as time, so the rows a loop cuts with its counter may be
+/// The first model among Models that holds, as the model or as a member (to three levels), a
+/// recurrent module (torch::nn::LSTM, GRU or RNN) not built with batch_first(true), or an
+/// attention module (Transformer, its encoder and decoder and their layers,
+/// MultiheadAttention: LibTorch's have no batch_first): such a module reads dimension 0 of its
+/// input as time, so the rows a loop cuts with its counter may be
 /// time steps, which split_batches would divide among the processes. Null when none does.
 const clang::VarDecl *sequenceFirstModel(llvm::ArrayRef<const clang::VarDecl *> Models,
                                          clang::ASTContext &Ctx);

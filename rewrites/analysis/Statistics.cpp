@@ -32,11 +32,45 @@ llvm::SmallVector<DynTypedNode, 8> ancestors(const DynTypedNode &Node, ASTContex
   return Result;
 }
 
+/// Whether S runs over this process's share of the batches: the nearest loop over batches
+/// around it is a sharded one. A loop over a loader every process sees whole, nested in the
+/// training loop (a validation pass every few steps), adds up the same data everywhere.
 bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
-    if (const auto *Loop = Ancestor.get<Stmt>(); Loop && iteratesShardedLoader(Loop, Ctx)) {
+    const auto *Loop = Ancestor.get<Stmt>();
+    if (Loop && iteratesShardedLoader(Loop, Ctx)) {
       return true;
     }
+    if (const auto *Range = dyn_cast_or_null<CXXForRangeStmt>(Loop);
+        Range && iteratedVar(Range) && makeDataLoaderInit(iteratedVar(Range))) {
+      return false;
+    }
+  }
+  return false;
+}
+
+/// Whether Read is inside a lambda that Var's function holds (Var is captured, not its own).
+bool readInOtherLambda(const Stmt *Read, const VarDecl *Var, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Read);
+  for (int Depth = 0; Depth < 256; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return false;
+    }
+    const CXXMethodDecl *Call = nullptr;
+    if (const auto *Lambda = Parents[0].get<LambdaExpr>()) {
+      Call = Lambda->getCallOperator();
+    } else if (const auto *Function = Parents[0].get<FunctionDecl>()) {
+      const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+      if (!Method || !Method->getParent()->isLambda()) {
+        return false;
+      }
+      Call = Method;
+    }
+    if (Call) {
+      return Call != Var->getDeclContext();
+    }
+    Current = Parents[0];
   }
   return false;
 }
@@ -208,6 +242,34 @@ std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &
   return Write{Callee->getName() == "zero_" ? Write::Reset : Write::Other, S, nullptr};
 }
 
+/// The condition of an `if` (or `?:`, or a nested `while`) around S inside the sharded loop
+/// that holds it, or null.
+const Expr *conditionInShardedLoop(const Stmt *S, ASTContext &Ctx) {
+  const Stmt *Previous = S;
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    const auto *Current = Ancestor.get<Stmt>();
+    if (!Current) {
+      continue;
+    }
+    if (iteratesShardedLoader(Current, Ctx)) {
+      return nullptr;
+    }
+    const Expr *Condition = nullptr;
+    if (const auto *If = dyn_cast<IfStmt>(Current)) {
+      Condition = If->getCond();
+    } else if (const auto *Conditional = dyn_cast<ConditionalOperator>(Current)) {
+      Condition = Conditional->getCond();
+    } else if (const auto *While = dyn_cast<WhileStmt>(Current)) {
+      Condition = While->getCond();
+    }
+    if (Condition && Condition != Previous) {
+      return Condition;
+    }
+    Previous = Current;
+  }
+  return nullptr;
+}
+
 /// Every write of Var in Function's body, in source order.
 std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, ASTContext &Ctx) {
   std::vector<Write> Writes;
@@ -251,6 +313,18 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
           {Kind, S, Kind == Write::Last || Kind == Write::Other ? Assign->getRHS() : nullptr});
     }
   });
+  // A count or a value kept only when this process's batch says so (`if (l < best) best =
+  // l;`, `if (loss.item<float>() > 1) ++noisy;`): a selection, not a step count or the last
+  // batch's value. What it is computed from is then its condition.
+  for (Write &W : Writes) {
+    if ((W.Kind == Write::Add || W.Kind == Write::Last) && insideShardedLoop(W.At, Ctx)) {
+      if (const Expr *Condition = conditionInShardedLoop(W.At, Ctx);
+          Condition && computedFromTensors(Condition, Function->getBody())) {
+        W.Kind = Write::Other;
+        W.Increment = Condition;
+      }
+    }
+  }
   return Writes;
 }
 
@@ -395,6 +469,19 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   }
   const SourceManager &SM = Ctx.getSourceManager();
   std::vector<Write> Writes = writesOf(Var, Function, Ctx);
+  // Read in a lambda (a progress logger): it runs where it is called, which the positions
+  // below do not see.
+  if (readInOtherLambda(Read, Var, Ctx) && llvm::any_of(Writes, [&](const Write &W) {
+        return W.Kind != Write::Reset && insideShardedLoop(W.At, Ctx);
+      })) {
+    Result.Unclear = true;
+    Result.Why = "it is read in a lambda, which runs where it is called, and accel-reduce does "
+                 "not follow it there; read accelerator.reduce(" +
+                 Var->getNameAsString() +
+                 ", \"sum\") (per-sample sums and counts) or \"mean\" "
+                 "(sums of per-batch means) in the lambda by hand";
+    return Result;
+  }
   if (llvm::any_of(Writes, [](const Write &W) { return W.Kind == Write::Other; })) {
     // Multiplied, subtracted or assigned a computed value: not a running sum. But one computed
     // in the sharded loop from this process's batches (`ema = 0.9 * ema + 0.1 *
@@ -405,15 +492,17 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
         return false;
       }
       BatchValue Value = classifyBatchValue(W.Increment, Ctx);
-      return mentionsTensor(W.Increment) || Value == BatchValue::Sum || Value == BatchValue::Mean;
+      return mentionsTensor(W.Increment) || computedFromTensors(W.Increment, Function->getBody()) ||
+             Value == BatchValue::Sum || Value == BatchValue::Mean;
     });
     Result.Unclear = FromBatches || (Tensor && llvm::any_of(Writes, [&](const Write &W) {
                                        return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
                                      }));
     if (FromBatches) {
       Result.Why = "it is computed from this process's batches in a way accel-reduce does not "
-                   "follow (an average updated in place, a minimum); combine the values it is "
-                   "computed from with accelerator.reduce, or keep a plain sum";
+                   "follow (an average updated in place, a minimum, a value kept or counted "
+                   "when a batch's value says so); combine the values it is computed from "
+                   "with accelerator.reduce, or keep a plain sum";
     }
     return Result;
   }

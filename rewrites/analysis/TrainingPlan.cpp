@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/CountedBatchLoops.h"
+#include "analysis/DivergentSteps.h"
 #include "analysis/SequenceBatches.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
@@ -400,8 +401,9 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
           Problem("this loop cuts its batches along dimension 0, which model '" +
                   Model->getNameAsString() +
                   "' reads as time (it holds an LSTM, GRU or RNN not built with "
-                  "batch_first(true)): with split_batches each process would get a part of "
-                  "each sequence instead of whole sequences; build the recurrent module with "
+                  "batch_first(true), or a Transformer or MultiheadAttention, which read "
+                  "(time, batch, features)): with split_batches each process would get a part "
+                  "of each sequence instead of whole sequences; build a recurrent module with "
                   "batch_first(true) and cut samples, or give each process its part by hand "
                   "(accelerator.process_index(), accelerator.num_processes())");
           return;
@@ -421,6 +423,24 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               "batches among the processes would break that chain (each process would carry "
               "the state through other batches); leave this training on one process, or give "
               "each process whole sequences of its own by hand "
+              "(accelerator.process_index(), accelerator.num_processes())");
+      return;
+    }
+    // Every process must take every step (analysis/DivergentSteps.h).
+    if (std::optional<DivergentStep> Divergent = divergentStep(Plan.Unit, Ctx)) {
+      const Stmt *Where = Divergent->Statement;
+      Problem("this loop " +
+              std::string(isa<ContinueStmt>(Where) ? "skips the rest of a batch"
+                          : Divergent->Leaves      ? "can leave early"
+                          : isBackwardCall(Where)  ? "calls backward"
+                                                   : "steps its optimizer") +
+              " on line " + line(Divergent->Statement->getBeginLoc(), SM) + " when '" +
+              sourceText(Divergent->Condition, Ctx) +
+              "', which is computed from this process's batches: with the batches shared "
+              "among the processes they would part ways there, and a process still training "
+              "would wait forever for the others' gradients; decide on a value that is the "
+              "same on every process (a step count, or accelerator.reduce(value, \"mean\")) "
+              "and run accel-rewrite again, or give each process its part by hand "
               "(accelerator.process_index(), accelerator.num_processes())");
     }
     return;

@@ -12,6 +12,7 @@
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
 
@@ -265,37 +266,61 @@ bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const De
   }
 }
 
+/// The arithmetic Ref is an operand of (through conversions): a BinaryOperator on numbers, or a
+/// tensor's operator (`loss.sum() / batch_size`, where the number becomes a c10::Scalar).
+const Expr *arithmeticOn(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Ref);
+  for (int Depth = 0; Depth < 6; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ParenExpr>() ||
+        Parents[0].get<MaterializeTemporaryExpr>() || Parents[0].get<CXXBindTemporaryExpr>() ||
+        Parents[0].get<CXXConstructExpr>()) {
+      Current = Parents[0];
+      continue;
+    }
+    if (const auto *Arithmetic = Parents[0].get<BinaryOperator>()) {
+      return Arithmetic->isMultiplicativeOp() || Arithmetic->isAdditiveOp() ||
+                     Arithmetic->isCompoundAssignmentOp()
+                 ? Arithmetic
+                 : nullptr;
+    }
+    if (const auto *Operator = Parents[0].get<CXXOperatorCallExpr>()) {
+      switch (Operator->getOperator()) {
+      case OO_Plus:
+      case OO_Minus:
+      case OO_Star:
+      case OO_Slash:
+      case OO_PlusEqual:
+      case OO_MinusEqual:
+      case OO_StarEqual:
+      case OO_SlashEqual:
+        return Operator;
+      default:
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
 /// Arithmetic with the variable that sets a training loader's batch size (`n / batch_size`
-/// steps per epoch, `seen += batch_size`): it is one process's batch in the default loader mode
-/// and the global batch under split_batches.
+/// steps per epoch, `seen += batch_size`, `loss.sum() / batch_size`): it is one process's batch
+/// in the default loader mode and the global batch under split_batches.
 AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
   ASTContext &Ctx = Finder->getASTContext();
   const auto *Var = dyn_cast<VarDecl>(Node.getDecl());
   if (!Var || !Var->getType()->isIntegerType() ||
-      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var))) {
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) || !arithmeticOn(&Node, Ctx)) {
     return false;
   }
-  DynTypedNode Current = DynTypedNode::create(Node);
-  for (int Depth = 0; Depth < 4; ++Depth) {
-    auto Parents = Ctx.getParents(Current);
-    if (Parents.empty()) {
-      return false;
-    }
-    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ParenExpr>()) {
-      Current = Parents[0];
-      continue;
-    }
-    const auto *Arithmetic = Parents[0].get<BinaryOperator>();
-    if (!Arithmetic || !(Arithmetic->isMultiplicativeOp() || Arithmetic->isAdditiveOp() ||
-                         Arithmetic->isCompoundAssignmentOp())) {
-      return false;
-    }
-    const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-    return Function && Function->getBody() &&
-           (feedsTrainingLoader(Var, Function, &Node, Ctx) ||
-            sizesCountedLoop(Var, Function, &Node, Ctx));
-  }
-  return false;
+  const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+  return Function && Function->getBody() &&
+         (feedsTrainingLoader(Var, Function, &Node, Ctx) ||
+          sizesCountedLoop(Var, Function, &Node, Ctx));
 }
 
 /// E's text, in parentheses unless it is one name, literal or call.
@@ -405,9 +430,25 @@ Rule makeDataLoaderRule() {
         const auto *Function = cast<FunctionDecl>(Ref->getDecl()->getDeclContext());
         const bool Loader =
             feedsTrainingLoader(cast<VarDecl>(Ref->getDecl()), Function, Ref, *Match.Context);
-        return "'" + Name +
-               (Loader ? "' sets a training loader's batch size"
-                       : "' sizes the batches a training loop cuts by its counter") +
+        const std::string What = Loader ? "' sets a training loader's batch size"
+                                        : "' sizes the batches a training loop cuts by its counter";
+        if (const Expr *Arithmetic = arithmeticOn(Ref, *Match.Context);
+            Arithmetic && isTensorType(Arithmetic->getType())) {
+          // A loss scaled by the batch size: right by default, 1/N of it under split_batches.
+          return "'" + Name + What +
+                 ", and this tensor computes with it: by default each process takes batches of " +
+                 Name +
+                 ", as written; under split_batches (accel launch --split_batches) a "
+                 "process holds " +
+                 Name +
+                 " / accelerator.num_processes() rows of each, so a "
+                 "loss divided by " +
+                 Name +
+                 " would give gradients N times too small. Divide by "
+                 "the rows of the batch (its size(0)) instead, or launch without "
+                 "--split_batches";
+        }
+        return "'" + Name + What +
                ", and this computes with it: by default each process takes batches of " + Name +
                " (the global batch is " + Name +
                " times accelerator.num_processes()), so a number of steps or samples computed "

@@ -74,7 +74,7 @@ std::optional<std::string> knownReason(const DeclRefExpr *Ref, ASTContext &Ctx) 
   if (Read.Why.empty()) {
     return std::nullopt;
   }
-  return "'" + Ref->getDecl()->getNameAsString() + "' is added up over this process's batches, " +
+  return "'" + Ref->getDecl()->getNameAsString() + "' is kept over this process's batches, " +
          "but " + Read.Why + "; it is left as this process's share";
 }
 

@@ -2,7 +2,8 @@
 //
 // In a loop that runs a training step (or in a helper that is one step): optimizer.step() ->
 // accelerator.step(optimizer), scheduler.step() -> accelerator.step(scheduler),
-// optimizer.zero_grad(...) -> accelerator.zero_grad(optimizer, ...). The accelerator skips
+// optimizer.zero_grad(...) -> accelerator.zero_grad(optimizer, ...), and model->zero_grad(...)
+// -> accelerator.zero_grad(*model, ...). The accelerator skips
 // them on gradient-accumulation steps and, under fp16, unscales the gradients and skips a step
 // that overflowed. A scheduler stepped once per epoch (outside the batch loop) is left alone.
 // See docs/rules/accel-step.md.
@@ -58,6 +59,13 @@ Rule makeStepRule() {
   auto ZeroGrad =
       cxxMemberCallExpr(InLoop, callee(cxxMethodDecl(hasName("zero_grad"), ofClass(Optimizer))))
           .bind("call");
+  // Clearing through the model (`model->zero_grad()`): Module::zero_grad.
+  auto ModelZeroGrad =
+      cxxMemberCallExpr(
+          InLoop,
+          callee(cxxMethodDecl(hasName("zero_grad"),
+                               ofClass(cxxRecordDecl(isSameOrDerivedFrom("::torch::nn::Module"))))))
+          .bind("call");
   auto SchedulerStep =
       cxxMemberCallExpr(InLoop, callee(cxxMethodDecl(hasName("step"), ofClass(Scheduler))))
           .bind("call");
@@ -85,6 +93,9 @@ Rule makeStepRule() {
                                "optimizer step, whatever the number of processes")),
       makeRule(ZeroGrad, changeTo(node("call"), run(Zero)),
                explain("call", "accelerator.zero_grad(optimizer) keeps the gradients that "
+                               "accumulate between synchronised steps")),
+      makeRule(ModelZeroGrad, changeTo(node("call"), run(Zero)),
+               explain("call", "accelerator.zero_grad(model) keeps the gradients that "
                                "accumulate between synchronised steps")),
   });
 }

@@ -42,6 +42,11 @@ static bool isEnum(QualType Type, llvm::StringRef QualifiedName) {
   return Enum && qualifiedName(Enum->getDecl()) == QualifiedName;
 }
 
+bool isTensorType(QualType Type) {
+  const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
+  return Record &&
+         (qualifiedName(Record) == "at::Tensor" || qualifiedName(Record) == "at::TensorBase");
+}
 bool isDeviceType(QualType Type) { return isClassOrDerived(Type, "c10::Device"); }
 bool isDeviceTypeEnum(QualType Type) { return isEnum(Type, "c10::DeviceType"); }
 bool isScalarTypeEnum(QualType Type) { return isEnum(Type, "c10::ScalarType"); }

@@ -14,6 +14,7 @@ namespace accel::rewrites {
 
 /// True for T, const T, T& and T&& where T is (derived from) the class named QualifiedName.
 bool isClassOrDerived(clang::QualType Type, llvm::StringRef QualifiedName);
+bool isTensorType(clang::QualType Type);      // at::Tensor, at::TensorBase (by reference too)
 bool isDeviceType(clang::QualType Type);      // c10::Device (torch::Device)
 bool isDeviceTypeEnum(clang::QualType Type);  // c10::DeviceType (torch::kCUDA)
 bool isScalarTypeEnum(clang::QualType Type);  // c10::ScalarType (torch::kFloat)

@@ -107,6 +107,13 @@ void Accelerator::zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none
   }
 }
 
+void Accelerator::zero_grad(torch::nn::Module &module, bool set_to_none) {
+  if (runtime_->process.accumulation_steps() == 1 ||
+      !runtime_->gradients.position.unapplied_gradients) {
+    module.zero_grad(set_to_none);
+  }
+}
+
 namespace {
 
 // The total norm of the gradients as they are, without clipping.

@@ -186,6 +186,21 @@ void schedule_length(torch::nn::Linear &model, torch::optim::Optimizer &optimize
   }
 }
 
+// A loss divided by that batch size (`l.sum() / batch_size`, as d2l writes it): right by
+// default, N times too small under split_batches, where a process holds part of each batch;
+// warned, with what to write instead.
+void loss_per_configured_batch(torch::nn::Linear &model, torch::optim::Optimizer &optimizer,
+                               int64_t batch_size) {
+  auto loader = torch::data::make_data_loader(Data(torch::randn({8, 4})), batch_size);
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    auto loss = model(b[0].data).pow(2).sum() / batch_size;
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:49: warning: 'batch_size' sets a training loader's batch size, and this tensor computes with it: by default each process takes batches of batch_size, as written; under split_batches (accel launch --split_batches) a process holds batch_size / accelerator.num_processes() rows of each, so a loss divided by batch_size would give gradients N times too small. Divide by the rows of the batch (its size(0)) instead, or launch without --split_batches [accel-data-loader]
+    loss.backward();
+    optimizer.step();
+  }
+}
+
 int main() {
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -240,6 +255,7 @@ int main() {
   hand_made(model, optimizer);
   counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
+  loss_per_configured_batch(model, optimizer, 4);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {
     model(batch[0].data);

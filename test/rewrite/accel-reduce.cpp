@@ -18,6 +18,8 @@
 
 #include <accelerate/accelerate.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -162,9 +164,9 @@ void in_place(int64_t batch_size) {
   std::printf("%.4f\n", window / 4);
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", accelerator.reduce(window, "mean") / 4);
   std::printf("%.4f\n", per_batch / (16 / batch_size));
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'per_batch' is added up over this process's batches, but it sums per-batch means and is divided by something other than a count of the steps{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'per_batch' is kept over this process's batches, but it sums per-batch means and is divided by something other than a count of the steps{{.*}} [accel-reduce]
   std::printf("%lld\n", static_cast<long long>(total));
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'total' is added up over this process's batches, but it counts by a number that is not the batch's own size{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'total' is kept over this process's batches, but it counts by a number that is not the batch's own size{{.*}} [accel-reduce]
 }
 
 // The last batch's value read after the loop (a loss tensor declared before it, a number
@@ -304,8 +306,78 @@ void not_followed() {
     }
   }
   std::printf("%.4f %lld\n", ema, static_cast<long long>(seen));
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'ema' is added up over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow{{.*}} [accel-reduce]
-  // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:58: warning: 'seen' is added up over this process's batches, but it is added up in a loop inside the loop over batches{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'ema' is kept over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:58: warning: 'seen' is kept over this process's batches, but it is added up in a loop inside the loop over batches{{.*}} [accel-reduce]
+}
+
+// Kept by a condition on this process's batch: a minimum through a local, a best value set
+// by `if`, a count of batches a condition picks. Each process keeps its own: warned, left.
+void selected() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  float lowest = 1e9f, best = 1e9f;
+  int noisy = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    float l = loss.item<float>();
+    lowest = std::min(lowest, l);
+    if (l < best) best = l;
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:13: warning: 'best' is kept over this process's batches, but it is computed from this process's batches{{.*}} [accel-reduce]
+    // CHECK-FIXES: {{^}}    if (l < best) best = l;
+    if (l > 1.0f) noisy++;
+  }
+  std::printf("%.4f %.4f %d\n", lowest, best, noisy);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:33: warning: 'lowest' is kept over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:41: warning: 'best' is kept over this process's batches, but it is computed from this process's batches{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-3]]:47: warning: 'noisy' is kept over this process's batches, but it is computed from this process's batches{{.*}} [accel-reduce]
+}
+
+// A validation pass every few steps, nested in the training loop, over a loader every process
+// sees whole: its counts are the same everywhere, not combined.
+void validates_inside() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  auto val = torch::data::make_data_loader(Data(torch::randn({8, 4})).map(Stack()), 4);
+  int step = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    net(b.data).pow(2).mean().backward();
+    sgd.step();
+    if (++step % 2 == 0) {
+      int64_t seen = 0;
+      double total = 0;
+      for (auto &v : *val) {
+        total += net(v.data).pow(2).sum().item<double>();
+        seen += v.data.size(0);
+      }
+      std::printf("%d %.4f %lld\n", step, total / seen, static_cast<long long>(seen));
+      // CHECK-FIXES: accelerator.printf("%d %.4f %lld\n", step, total / seen, static_cast<long long>(seen));
+    }
+  }
+}
+
+// Read in a lambda (a progress logger called after the loop): accel-reduce does not follow
+// the lambda to where it runs; warned, left.
+void logged_by_lambda() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double loss_sum = 0;
+  auto log = [&] { std::printf("%.4f\n", loss_sum); };
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:42: warning: 'loss_sum' is kept over this process's batches, but it is read in a lambda, which runs where it is called, and accel-reduce does not follow it there; read accelerator.reduce(loss_sum, "sum") (per-sample sums and counts) or "mean" (sums of per-batch means) in the lambda by hand; it is left as this process's share [accel-reduce]
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).sum();
+    loss.backward();
+    sgd.step();
+    loss_sum += loss.item<double>();
+  }
+  log();
 }
 
 // A training-step helper that returns its batch's mean loss: what the loop adds up from it
@@ -374,7 +446,7 @@ template <typename Loader> double any_accuracy(torch::nn::Linear &net, Loader &l
     correct += hits.sum().item<int64_t>();
   }
   return static_cast<double>(correct);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'correct' is added up over this process's batches, but the function is called with a sharded loader and with one every process sees whole{{.*}} [accel-reduce]
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'correct' is kept over this process's batches, but the function is called with a sharded loader and with one every process sees whole{{.*}} [accel-reduce]
 }
 void evaluated() {
   torch::nn::Linear net(4, 2);
@@ -451,5 +523,8 @@ int main() {
   evaluated();
   returned_by_step();
   gradient_norm();
+  selected();
+  validates_inside();
+  logged_by_lambda();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
 }

@@ -30,6 +30,8 @@ int main() {
       // CHECK-FIXES: accelerator.zero_grad(optimizer);
       adam->zero_grad(/*set_to_none=*/false);
       // CHECK-FIXES: accelerator.zero_grad(*adam, /*set_to_none=*/false);
+      model->zero_grad();
+      // CHECK-FIXES: accelerator.zero_grad(*model);
       auto loss = model(torch::randn({2, 4})).sum();
       loss.backward();
       optimizer.step();

@@ -13,6 +13,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <vector>
 
@@ -153,12 +155,95 @@ void time_windows() {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto series = torch::randn({40, 8, 4}); // [time, streams, features]
   for (int64_t t = 0; t < 40; t += 10) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop cuts its batches along dimension 0, which model 'model' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true)): with split_batches each process would get a part of each sequence instead of whole sequences; build the recurrent module with batch_first(true) and cut samples, or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop cuts its batches along dimension 0, which model 'model' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true), or a Transformer or MultiheadAttention, which read (time, batch, features)): with split_batches each process would get a part of each sequence instead of whole sequences; build a recurrent module with batch_first(true) and cut samples, or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
     optimizer.zero_grad();
     auto [output, last] = model->forward(series.narrow(0, t, 10), torch::zeros({1, 8, 8}));
     // CHECK-FIXES: {{^}}    auto [output, last] = model->forward(series.narrow(0, t, 10), torch::zeros({1, 8, 8}));
     output.sum().backward();
     optimizer.step();
+  }
+}
+
+// LibTorch's Transformer encoder reads (time, batch, features) and has no batch_first: chunks
+// of a time-major token stream cut along dimension 0 are time steps; declined.
+struct TimeMajor : torch::nn::Module {
+  torch::nn::TransformerEncoder encoder = register_module(
+      "encoder", torch::nn::TransformerEncoder(torch::nn::TransformerEncoderLayer(4, 2), 1));
+  torch::Tensor forward(torch::Tensor x) { return encoder->forward(x); }
+};
+void time_major_chunks() {
+  auto model = std::make_shared<TimeMajor>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto stream = torch::randn({40, 8, 4}); // [time, streams, features]
+  for (int64_t t = 0; t < 40; t += 10) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, {{.*}}this loop cuts its batches along dimension 0, which model 'model' reads as time {{.*}}[accel-training-loop]
+    optimizer.zero_grad();
+    model->forward(stream.narrow(0, t, 10)).sum().backward();
+    // CHECK-FIXES: {{^}}    model->forward(stream.narrow(0, t, 10)).sum().backward();
+    optimizer.step();
+  }
+}
+
+// A loop that leaves early, skips a batch or steps on a value of this process's batch (its
+// loss) would make the processes part ways: declined, also through a local variable. A
+// condition on what is the same everywhere (a step count) stays rewritten.
+void leaves_on_its_loss() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop can leave early on line [[@LINE+5]] when 'loss.item<float>() < 0.25f', which is computed from this process's batches: with the batches shared among the processes they would part ways there, and a process still training would wait forever for the others' gradients; decide on a value that is the same on every process (a step count, or accelerator.reduce(value, "mean")) and run accel-rewrite again, or give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    optimizer.zero_grad();
+    auto loss = model->forward(batch.data).sum();
+    loss.backward();
+    optimizer.step();
+    if (loss.item<float>() < 0.25f) break;
+    // CHECK-FIXES: {{^}}    if (loss.item<float>() < 0.25f) break;
+  }
+}
+void skips_a_bad_batch() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, {{.*}}this loop skips the rest of a batch on line [[@LINE+4]] when '!std::isfinite(value)', which is computed from this process's batches{{.*}} [accel-training-loop]
+    auto loss = model->forward(batch.data).sum();
+    double value = loss.item<double>();
+    if (!std::isfinite(value)) {
+      continue;
+    }
+    optimizer.zero_grad();
+    loss.backward();
+    // CHECK-FIXES: {{^}}    loss.backward();
+    optimizer.step();
+  }
+}
+void steps_when_small() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, {{.*}}this loop calls backward on line [[@LINE+4]] when 'loss.item<float>() < 10'{{.*}} [accel-training-loop]
+    optimizer.zero_grad();
+    auto loss = model->forward(batch.data).sum();
+    if (loss.item<float>() < 10) {
+      loss.backward();
+      optimizer.step();
+    }
+  }
+}
+void stops_after_steps(int max_steps) {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  int steps = 0;
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    model->forward(batch.data).sum().backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(model->forward(batch.data).sum() * accelerator.num_processes());
+    optimizer.step();
+    steps = steps + 1;
+    if (steps == max_steps) break;
   }
 }
 

@@ -83,6 +83,35 @@ TEST(Accumulation, ZeroGradBeforeTheForwardPassKeepsTheCycleGradients) {
   expect_two_by_two_equals_one_at_4b<torch::data::samplers::RandomSampler>(ZeroGrad::BeforeForward);
 }
 
+// Clearing through the model (`model->zero_grad()`) keeps a cycle's gradients as clearing
+// through the optimizer does, and clears them once the optimizer has used them.
+TEST(Accumulation, ZeroGradOfTheModelKeepsTheCycleGradients) {
+  accelerate::Options options;
+  options.gradient_accumulation_steps = 2;
+  accelerate::Accelerator accelerator(options);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  accelerator.prepare(model, optimizer);
+  const auto x = torch::ones({2, 8});
+  torch::Tensor first;
+  for (int i = 0; i < 3; ++i) {
+    auto guard = accelerator.accumulate(model);
+    accelerator.zero_grad(*model);
+    if (i == 1) {
+      ASSERT_TRUE(model->first->weight.grad().defined()) << "step 1 cleared the cycle";
+      EXPECT_TRUE(torch::equal(model->first->weight.grad(), first));
+    }
+    if (i == 2) {
+      EXPECT_FALSE(model->first->weight.grad().defined()) << "step 2 kept used gradients";
+    }
+    accelerator.backward(model->forward(x).sum());
+    if (i == 0) {
+      first = model->first->weight.grad().clone();
+    }
+    accelerator.step(optimizer);
+  }
+}
+
 TEST(Accumulation, GradientsStayLocalUntilTheSyncStep) {
   auto results = run_in_processes(2, [](const Peer &peer) {
     accelerate::Options options;

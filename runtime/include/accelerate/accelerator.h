@@ -168,6 +168,9 @@ public:
   /// the optimizer has not used yet: those must stay. So it may be called first in the step
   /// or after accelerator.step(optimizer).
   void zero_grad(torch::optim::Optimizer &optimizer, bool set_to_none = true);
+  /// module.zero_grad(), with the same exception: for loops that clear the gradients through
+  /// the model (`model->zero_grad()`, as DCGAN-style code does) rather than the optimizer.
+  void zero_grad(torch::nn::Module &module, bool set_to_none = true);
   /// Clips the gradients' total norm to max_norm and returns the norm before clipping. Under
   /// fp16 these parameters' gradients are unscaled first (the norm is the true one). On a step
   /// that does not synchronise gradients (inside accumulate(), before the cycle's last step)

@@ -1,0 +1,41 @@
+//===- DivergentSteps.h - Steps some processes take and others not -*- C++ -*-===//
+//
+// Every process of a sharded training loop must run the same steps: each backward and step
+// of the accelerator meets the other processes in a collective (the gradients' all-reduce,
+// the overflow check under fp16). A loop that leaves early, skips a batch or steps only when
+// a value computed from this process's batch says so,
+//
+//   for (auto &batch : *loader) {
+//     ...
+//     if (loss.item<float>() < 0.25f) break;
+//
+// makes the processes part ways: the one still training waits forever for the others. Such a
+// loop is declined. A condition on what is the same everywhere (a step counter, a setting, a
+// parameter) keeps the processes together and is fine.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Expr.h"
+#include "clang/AST/Stmt.h"
+
+#include <optional>
+
+namespace accel::rewrites {
+
+struct DivergentStep {
+  /// The break, continue, return, goto or throw, or the backward or optimizer step.
+  const clang::Stmt *Statement = nullptr;
+  /// The condition around it that is computed from this process's batches.
+  const clang::Expr *Condition = nullptr;
+  /// Statement leaves the iteration (break, continue, return, goto, throw).
+  bool Leaves = false;
+};
+
+/// The first statement of Loop's body that leaves the loop or the iteration, or runs backward
+/// or an optimizer step, under a condition computed from tensors (the batch, the loss, the
+/// model's output) directly or through local variables; none when there is no such statement.
+std::optional<DivergentStep> divergentStep(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+
+} // namespace accel::rewrites
