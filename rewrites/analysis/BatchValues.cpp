@@ -314,7 +314,8 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     if (llvm::StringRef Method = tensorMethod(Member); !Method.empty()) {
       return tensorMethodCall(Member, Method, Ctx, Depth);
     }
-    // A c10::Scalar's value (`loss.item().toDouble()`): what the scalar is.
+    // `loss.item().toDouble()` converts the c10::Scalar that item() returns: it is classified
+    // as that scalar, as `loss.item<double>()` is.
     if (const CXXMethodDecl *Method = Member->getMethodDecl();
         Method && isScalarType(Member->getImplicitObjectArgument()->getType()) &&
         Method->getDeclName().isIdentifier() && Method->getName().starts_with("to")) {
