@@ -336,6 +336,24 @@ void selected() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-3]]:47: warning: 'noisy' is kept over this process's batches, but it is computed from this process's batches{{.*}} [accel-reduce]
 }
 
+// `item()` then a c10::Scalar conversion is the same value as `item<double>()`: a per-sample
+// sum, combined with "sum".
+void scalar_conversion() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double total = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    total += loss.item().toDouble() * b.data.size(0);
+  }
+  std::printf("%.4f\n", total);
+  // CHECK-FIXES: accelerator.printf("%.4f\n", accelerator.reduce(total, "sum"));
+}
+
 // A validation pass every few steps, nested in the training loop, over a loader every process
 // sees whole: its counts are the same everywhere, not combined.
 void validates_inside() {
@@ -524,6 +542,7 @@ int main() {
   returned_by_step();
   gradient_norm();
   selected();
+  scalar_conversion();
   validates_inside();
   logged_by_lambda();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
