@@ -32,7 +32,9 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -96,6 +98,11 @@ struct Options {
       cl::value_desc("dir"), cl::cat(Category)};
   cl::opt<bool> NoCache{"no-cache", cl::desc("Parse every header each time; use no cache"),
                         cl::cat(Category)};
+  cl::opt<uint64_t> CacheSize{
+      "cache-size",
+      cl::desc("Keep at most <MB> megabytes of preambles in the cache directory; the least "
+               "recently used go first (default: 2048)"),
+      cl::value_desc("MB"), cl::init(PreambleCache::DefaultSizeLimit >> 20), cl::cat(Category)};
   cl::opt<bool> Verbose{
       "v",
       cl::desc("Say where each file's precompiled preamble came from, and how malloc is set up"),
@@ -118,6 +125,11 @@ static std::string cacheDirectory(const Options &Opts) {
   SmallString<256> Dir(Opts.CacheDir.getValue());
   sys::fs::make_absolute(Dir);
   return std::string(Dir);
+}
+
+/// --cache-size in bytes (a size past what 64 bits hold means no limit).
+static uint64_t cacheSizeLimit(const Options &Opts) {
+  return std::min<uint64_t>(Opts.CacheSize, UINT64_MAX >> 20) << 20;
 }
 
 static int fail(ExitCode Code, const Twine &Message) {
@@ -443,7 +455,8 @@ int main(int argc, const char **argv) {
     }
     // The server keeps preambles in memory between edits; --no-cache only keeps them off
     // the disk.
-    PreambleCache Preambles(Opts.NoCache ? std::string() : cacheDirectory(Opts));
+    PreambleCache Preambles(Opts.NoCache ? std::string() : cacheDirectory(Opts),
+                            cacheSizeLimit(Opts));
     return runLspServer({*ResourceDir, *Selected, Opts.BuildDir, &Preambles});
 #else
     return fail(ExitUsage, "--lsp needs accel-rewrite built with LLVM 22 or later "
@@ -485,7 +498,7 @@ int main(int argc, const char **argv) {
   }
   std::optional<PreambleCache> Preambles;
   if (!CacheDir.empty()) {
-    Preambles.emplace(CacheDir);
+    Preambles.emplace(CacheDir, cacheSizeLimit(Opts));
   }
   std::vector<Outcome> Outcomes =
       analyzeAll(Inputs, **Compilations, *ResourceDir, *Selected, Opts.BuildDir, Opts.Jobs,

@@ -16,6 +16,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -30,7 +31,8 @@ constexpr llvm::StringLiteral FormatVersion = "accel-preamble 1";
 /// The trailer that ends an entry: magic, the PCH's size, the manifest's size.
 constexpr llvm::StringLiteral TrailerMagic = "ACCELPRE";
 constexpr size_t TrailerSize = 8 + 8 + 8;
-/// Entries unused this long are removed when a new one is written.
+/// Entries unused this long are removed when a new one is written (and, past the size limit,
+/// the least recently used: removeOldEntries).
 constexpr auto UnusedEntryLifetime = std::chrono::hours(24 * 30);
 /// A temporary file this old belongs to a run that died (one whose writer is known to be gone
 /// goes at once: writtenByAGoneProcess).
@@ -341,7 +343,8 @@ std::string entryPath(llvm::StringRef Directory, llvm::StringRef Key) {
 
 } // namespace
 
-PreambleCache::PreambleCache(std::string Directory) : Directory(std::move(Directory)) {}
+PreambleCache::PreambleCache(std::string Directory, uint64_t SizeLimit)
+    : Directory(std::move(Directory)), SizeLimit(SizeLimit) {}
 
 std::string PreambleCache::defaultDirectory() {
   llvm::SmallString<256> Path;
@@ -555,12 +558,19 @@ PreambleCache::build(const clang::CompilerInvocation &Invocation, llvm::StringRe
     Note = "not cached: cannot rename into " + Final + ": " + Error.message();
     return nullptr;
   }
-  removeOldEntries();
+  removeOldEntries(Final);
   Note = "preamble " + Built->Key + " built into " + Directory;
   return Built;
 }
 
-void PreambleCache::removeOldEntries() {
+void PreambleCache::removeOldEntries(llvm::StringRef Written) {
+  struct Kept {
+    std::string Path;
+    uint64_t Size;
+    std::chrono::system_clock::time_point LastUsed;
+  };
+  std::vector<Kept> Entries;
+  uint64_t Total = 0;
   std::error_code Error;
   auto Now = std::chrono::system_clock::now();
   for (llvm::sys::fs::directory_iterator It(Directory, Error), End; It != End && !Error;
@@ -574,10 +584,28 @@ void PreambleCache::removeOldEntries() {
     if ((!Entry && !Temporary) || !Status) {
       continue;
     }
-    auto Age = Now - Status->getLastModificationTime();
+    auto LastUsed = Status->getLastModificationTime();
+    auto Age = Now - LastUsed;
     if ((Entry && Age > UnusedEntryLifetime) ||
         (Temporary && (Age > AbandonedTemporaryAge || writtenByAGoneProcess(Name)))) {
       llvm::sys::fs::remove(It->path());
+    } else if (Entry) {
+      Total += Status->getSize();
+      if (It->path() != Written) {
+        Entries.push_back({It->path(), Status->getSize(), LastUsed});
+      }
+    }
+  }
+  // Over the limit: the least recently used go first (get touches an entry it loads), never
+  // the one just written. Another run may still map a removed entry; its mapping stays valid.
+  std::sort(Entries.begin(), Entries.end(),
+            [](const Kept &A, const Kept &B) { return A.LastUsed < B.LastUsed; });
+  for (const Kept &Entry : Entries) {
+    if (Total <= SizeLimit) {
+      break;
+    }
+    if (!llvm::sys::fs::remove(Entry.Path)) {
+      Total -= Entry.Size;
     }
   }
 }

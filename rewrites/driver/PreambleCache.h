@@ -52,9 +52,14 @@ enum class PreambleSource { None, Memory, Disk, Built };
 
 class PreambleCache {
 public:
+  /// What the entries of a directory may hold together by default: about 20 entries of
+  /// <torch/torch.h>.
+  static constexpr uint64_t DefaultSizeLimit = uint64_t(2) << 30;
+
   /// Directory holds the entries; empty keeps them in memory only (the language server
-  /// under --no-cache), built through a temporary file.
-  explicit PreambleCache(std::string Directory);
+  /// under --no-cache), built through a temporary file. When a new entry makes the entries
+  /// hold more than SizeLimit bytes, the least recently used others are removed.
+  explicit PreambleCache(std::string Directory, uint64_t SizeLimit = DefaultSizeLimit);
 
   /// $XDG_CACHE_HOME/accel/preambles, else ~/.cache/accel/preambles; empty when neither
   /// variable is set.
@@ -92,9 +97,10 @@ private:
                                         llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS,
                                         std::shared_ptr<clang::PCHContainerOperations> Ops,
                                         std::string &Note);
-  void removeOldEntries();
+  void removeOldEntries(llvm::StringRef Written);
 
   std::string Directory;
+  uint64_t SizeLimit;
   std::mutex SlotsMutex;
   std::map<std::string, std::unique_ptr<Slot>> Slots;
 };

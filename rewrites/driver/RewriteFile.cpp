@@ -1,12 +1,12 @@
 //===- RewriteFile.cpp - Parsing one input for the rule engine --------===//
 #include "RewriteFile.h"
+#include "PreambleBounds.h"
 
 #include "accel/rewrites/Engine.h"
 
 #include "clang/Basic/SourceManager.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
-#include "clang/Frontend/PrecompiledPreamble.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/Tooling.h"
@@ -89,8 +89,8 @@ public:
       llvm::StringRef MainFile = Invocation->getFrontendOpts().Inputs[0].getFile();
       auto Text = Files->getVirtualFileSystem().getBufferForFile(MainFile);
       if (Text) {
-        clang::PreambleBounds Bounds = clang::ComputePreambleBounds(
-            Invocation->getLangOpts(), (*Text)->getMemBufferRef(), /*MaxLines=*/0);
+        clang::PreambleBounds Bounds =
+            cachedPreambleBounds(Invocation->getLangOpts(), (*Text)->getMemBufferRef());
         std::shared_ptr<const Preamble> Built = Preambles->get(
             *Invocation, (*Text)->getBuffer(), Bounds, Files->getVirtualFileSystemPtr(),
             PCHContainerOps, Result.PreambleOrigin, Result.PreambleNote);
