@@ -43,6 +43,33 @@ const Stmt *bodyStatementOf(const DynTypedNode &Node, const CompoundStmt *Body, 
 /// it). Prepare goes there, where the definitions are in scope; the Accelerator stays first in
 /// the body, in scope of the handlers too. A function-try-block has no body block for the
 /// Accelerator: none.
+/// The model variable (a local or a parameter) whose submodule Member names (`model->head`,
+/// `net->body->fc`), or null when Member's object is no such variable.
+const VarDecl *modelVariableOwning(const MemberExpr *Member) {
+  const Expr *Object = Member->getBase()->IgnoreParenImpCasts();
+  while (true) {
+    if (const auto *Inner = dyn_cast<MemberExpr>(Object)) {
+      Object = Inner->getBase()->IgnoreParenImpCasts();
+    } else if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+               Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+      Object = Arrow->getArg(0)->IgnoreParenImpCasts(); // a module holder's operator->
+    } else if (const auto *Call = dyn_cast<CXXMemberCallExpr>(Object);
+               Call && Call->getNumArgs() == 0 && Call->getMethodDecl() &&
+               (Call->getMethodDecl()->getName() == "get" ||
+                Call->getMethodDecl()->getName() == "ptr")) {
+      Object = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    } else {
+      break;
+    }
+  }
+  const auto *Ref = dyn_cast<DeclRefExpr>(Object);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  return Var && (Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) &&
+                 isModelType(Var->getType().getNonReferenceType())
+             ? Var
+             : nullptr;
+}
+
 const CompoundStmt *setupBlock(const FunctionDecl *Function) {
   const auto *Block = dyn_cast_or_null<CompoundStmt>(Function ? Function->getBody() : nullptr);
   if (!Block) {
@@ -191,6 +218,11 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         Used = Ref->getDecl();
       } else if (const auto *Member = dyn_cast<MemberExpr>(S);
                  Member && isa<FieldDecl>(Member->getMemberDecl())) {
+        // A submodule of a model variable (`model->head->parameters()`): the model is that
+        // variable, which the walk meets too, and preparing it covers the submodule.
+        if (modelVariableOwning(Member)) {
+          return;
+        }
         Used = Member->getMemberDecl();
       }
       if (!Used || !isModelType(Used->getType().getNonReferenceType())) {

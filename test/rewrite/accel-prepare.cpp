@@ -115,6 +115,27 @@ void held_by_pointer() {
   }
 }
 
+// Fine-tuning a head: the optimizer holds a submodule's parameters. The model is the local that
+// owns it (its forward is what trains the head), prepared with the optimizer.
+struct Tuned : torch::nn::Module {
+  torch::nn::Linear body = register_module("body", torch::nn::Linear(4, 4));
+  torch::nn::Linear head = register_module("head", torch::nn::Linear(4, 1));
+  torch::Tensor forward(torch::Tensor x) { return head(body(x)); }
+};
+void submodule_only() {
+  auto tuned = std::make_shared<Tuned>();
+  for (auto &parameter : tuned->body->parameters()) {
+    parameter.requires_grad_(false);
+  }
+  torch::optim::SGD head_optimizer(tuned->head->parameters(), 0.1);
+  // CHECK-FIXES: torch::optim::SGD head_optimizer(tuned->head->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(tuned, head_optimizer);
+  for (int step = 0; step < 2; ++step) {
+    tuned->forward(torch::randn({2, 4})).sum().backward();
+    head_optimizer.step();
+  }
+}
+
 // The model comes from the caller, by reference: it is the caller's model, prepared here.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -246,6 +267,7 @@ int main() {
   gathered_from_elsewhere();
   filtered_by_name();
   held_by_pointer();
+  submodule_only();
   torch::nn::Linear model(4, 1);
   train(model);
   train_global();
