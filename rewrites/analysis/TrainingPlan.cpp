@@ -77,52 +77,55 @@ const ValueDecl *calledOn(const CXXMemberCallExpr *Call) {
   return nullptr;
 }
 
-/// Follows an optimizer (a local, or a helper's parameter) back to the local variable that
-/// creates it, through the calls of this file; null with Why set when that cannot be told.
-const VarDecl *creatingVariable(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
-                                int Depth = 0) {
+/// Follows an optimizer (a local, or a helper's parameter) back to the local variables that
+/// create it, through the calls of this file (a helper called for two models has two); false
+/// with Why set when that cannot be told.
+bool creatingVariables(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
+                       llvm::SmallVectorImpl<const VarDecl *> &Created, int Depth = 0) {
   std::string Name = "'" + Var->getNameAsString() + "'";
   if (Depth > 4) {
     Why = "optimizer " + Name + " is passed through too many functions to follow";
-    return nullptr;
+    return false;
   }
   if (const auto *Param = dyn_cast<ParmVarDecl>(Var)) {
     const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
+    if (const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Function);
+        Method && Method->getParent()->isLambda()) {
+      Why = "optimizer " + Name + " is a parameter of a lambda, whose calls accel-rewrite " +
+            "does not follow";
+      return false;
+    }
     llvm::ArrayRef<const CallExpr *> Calls =
         Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>();
     if (Calls.empty()) {
       Why = "optimizer " + Name + " is a parameter of " + functionLabel(Function) +
             ", which no code in this file calls";
-      return nullptr;
+      return false;
     }
     unsigned Index = Param->getFunctionScopeIndex();
-    const VarDecl *Created = nullptr;
     for (const CallExpr *Call : Calls) {
       const VarDecl *Passed = Index < Call->getNumArgs() ? namedVar(Call->getArg(Index)) : nullptr;
-      const VarDecl *Origin = Passed ? creatingVariable(Passed, Ctx, Why, Depth + 1) : nullptr;
-      if (!Origin) {
+      if (!Passed || !creatingVariables(Passed, Ctx, Why, Created, Depth + 1)) {
         if (Why.empty()) {
           Why = "cannot tell which optimizer a call of " + functionLabel(Function) + " passes as " +
                 Name;
         }
-        return nullptr;
+        return false;
       }
-      if (Created && Created != Origin) {
-        Why = "calls of " + functionLabel(Function) + " pass different optimizers as " + Name;
-        return nullptr;
-      }
-      Created = Origin;
     }
-    return Created;
+    return true;
   }
   if (!Var->isLocalVarDecl() || Var->getType()->isReferenceType() ||
       Var->getType()->isPointerType() || !isOptimizerOrPointerTo(Var->getType())) {
     Why = "optimizer " + Name +
           " is not a local variable holding the optimizer itself, so accel-rewrite cannot "
           "tell where it is created";
-    return nullptr;
+    return false;
   }
-  return Var;
+  if (!llvm::is_contained(Created, Var)) {
+    Created.push_back(Var);
+  }
+  return true;
 }
 
 /// The nearest range-for around S (S itself included) inside its function, innermost first,
@@ -295,36 +298,49 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
       return;
     }
     std::string Why;
-    const VarDecl *Created = creatingVariable(Var, Ctx, Why);
-    if (!Created) {
+    llvm::SmallVector<const VarDecl *, 2> Created;
+    if (!creatingVariables(Var, Ctx, Why, Created)) {
       Problem(Why + "; call accelerator.prepare(model, optimizer) where "
                     "both are created, before training");
       return;
     }
-    const auto *Setup = dyn_cast<FunctionDecl>(Created->getDeclContext());
+    const auto *Setup = dyn_cast<FunctionDecl>(Created.front()->getDeclContext());
+    for (const VarDecl *Optimizer : Created) {
+      if (Optimizer->getDeclContext() != Setup) {
+        Problem("the optimizers '" + Created.front()->getNameAsString() + "' and '" +
+                Optimizer->getNameAsString() +
+                "' that this loop steps are created in different functions; call "
+                "accelerator.prepare(model, optimizer) where each is created, before training");
+        return;
+      }
+    }
     if (!Setup) {
-      Problem("optimizer '" + Created->getNameAsString() + "' is not created in a function");
+      Problem("optimizer '" + Created.front()->getNameAsString() + "' is not created in a function");
       return;
     }
     const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Setup);
-    if (!Info.AlreadyPrepared) {
+    for (const VarDecl *Optimizer : Created) {
+      if (Info.AlreadyPrepared) {
+        break;
+      }
       if (!Info.Problem.empty()) {
         // accel-prepare's own warning says why; this one says what it means for the loop.
-        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() + "' in " +
-                functionLabel(Setup) + " (its warning on line " + line(Info.ProblemLoc, SM) +
-                " says why), so nothing here is "
-                "synchronised");
+        Problem("accel-prepare cannot prepare optimizer '" + Optimizer->getNameAsString() +
+                "' in " + functionLabel(Setup) + " (its warning on line " +
+                line(Info.ProblemLoc, SM) + " says why), so nothing here is synchronised");
         return;
       }
-      if (!Info.groupOf(Created)) {
-        Problem("accel-prepare cannot prepare optimizer '" + Created->getNameAsString() + "' in " +
-                functionLabel(Setup) + "; call accelerator.prepare(model, " +
-                Created->getNameAsString() + ") there after both are created, before training");
+      if (!Info.groupOf(Optimizer)) {
+        Problem("accel-prepare cannot prepare optimizer '" + Optimizer->getNameAsString() +
+                "' in " + functionLabel(Setup) + "; call accelerator.prepare(model, " +
+                Optimizer->getNameAsString() + ") there after both are created, before training");
         return;
       }
     }
-    if (!llvm::is_contained(Plan.Optimizers, Created)) {
-      Plan.Optimizers.push_back(Created);
+    for (const VarDecl *Optimizer : Created) {
+      if (!llvm::is_contained(Plan.Optimizers, Optimizer)) {
+        Plan.Optimizers.push_back(Optimizer);
+      }
     }
     Plan.Setup = Setup;
   }

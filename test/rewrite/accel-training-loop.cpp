@@ -87,6 +87,53 @@ void model_outside() {
   fit(model, *loader);
 }
 
+// One helper trains two models one after the other, each with its own optimizer: each pair is
+// prepared where it is created, and the helper's loop is rewritten once for both.
+template <typename Loader>
+void fit_pair(std::shared_ptr<Net> model, torch::optim::Optimizer &optimizer, Loader &loader) {
+  // CHECK-FIXES: void fit_pair(accelerate::Accelerator &accelerator, std::shared_ptr<Net> model, torch::optim::Optimizer &optimizer, Loader &loader) {
+  for (auto &batch : loader) {
+    optimizer.zero_grad();
+    model->forward(batch.data).mean().backward();
+    // CHECK-FIXES: accelerator.backward(model->forward(batch.data).mean());
+    optimizer.step();
+    // CHECK-FIXES: accelerator.step(optimizer);
+  }
+}
+void compare_models() {
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
+  auto first = std::make_shared<Net>();
+  torch::optim::SGD first_optimizer(first->parameters(), 0.1);
+  // CHECK-FIXES: accelerator.prepare(first, first_optimizer);
+  fit_pair(first, first_optimizer, *loader);
+  // CHECK-FIXES: fit_pair(accelerator, first, first_optimizer, *loader);
+  auto second = std::make_shared<Net>();
+  torch::optim::Adam second_optimizer(second->parameters());
+  // CHECK-FIXES: accelerator.prepare(second, second_optimizer);
+  fit_pair(second, second_optimizer, *loader);
+  // CHECK-FIXES: fit_pair(accelerator, second, second_optimizer, *loader);
+}
+
+// A generic lambda as the helper: its calls are not followed, and the reason says so.
+void lambda_helper() {
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  auto fit = [&](auto &model, auto &optimizer) {
+    for (auto &batch : *loader) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): optimizer 'optimizer' is a parameter of a lambda, whose calls accel-rewrite does not follow; call accelerator.prepare(model, optimizer) where both are created, before training [accel-training-loop]
+      optimizer.zero_grad();
+      model->forward(batch.data).mean().backward();
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: backward in a lambda, which has no accelerator{{.*}} [accel-backward]
+      // CHECK-FIXES: {{^}}      model->forward(batch.data).mean().backward();
+      optimizer.step();
+    }
+  };
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  fit(model, optimizer);
+}
+
 // Batches cut by hand with a loop's counter that the loop also uses for something else (a
 // progress line): each process would run other iterations than the original, so the loop is
 // declined. One that leaves early is too.
@@ -340,6 +387,8 @@ int main() {
   sound();
   kfold();
   model_outside();
+  compare_models();
+  lambda_helper();
   permutation_batches();
   early_exit_batches();
   carried_state();
