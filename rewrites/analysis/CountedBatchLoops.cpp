@@ -4,6 +4,7 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 #include "support/Mutation.h"
 
 #include "clang/AST/ParentMapContext.h"
@@ -83,11 +84,12 @@ bool isZero(const Expr *E, const ASTContext &Ctx) {
          Value.Val.getInt() == 0;
 }
 
-/// The call that cuts a batch's rows with the counter Ref names: Ref is inside the start or
-/// end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index of
-/// `t.index({Slice(start, end), ...})`, through arithmetic, std::min and std::max and casts
-/// only. Null when Ref is used another way.
-const CXXMemberCallExpr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
+/// The expression that cuts a batch's rows with the counter Ref names: Ref is inside the start
+/// or end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index
+/// of `t.index({Slice(start, end), ...})`, or is the index of `batches[b]` that gives a tensor
+/// (a vector of batches made beforehand), through arithmetic, std::min and std::max and
+/// casts only. Null when Ref is used another way.
+const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
   const Expr *Current = Ref;
   bool InSlice = false, FirstIndex = true;
   for (int Depth = 0; Depth < 32; ++Depth) {
@@ -107,6 +109,15 @@ const CXXMemberCallExpr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
         return Call;
       }
       return nullptr;
+    }
+    if (const auto *Subscript = dyn_cast<CXXOperatorCallExpr>(Parent);
+        Subscript && Subscript->getOperator() == OO_Subscript) {
+      // A tensor's own operator[] picks one sample, not a batch.
+      const Expr *Object = Subscript->getArg(0)->IgnoreParenImpCasts();
+      return !InSlice && Subscript->getNumArgs() == 2 && Subscript->getArg(1) == Current &&
+                     isTensorType(Subscript->getType()) && !isTensorType(Object->getType())
+                 ? Subscript
+                 : nullptr;
     }
     if (const auto *Binary = dyn_cast<BinaryOperator>(Parent)) {
       if (!Binary->isAdditiveOp() && !Binary->isMultiplicativeOp()) {
@@ -173,15 +184,31 @@ std::string lineOf(SourceLocation Loc, const ASTContext &Ctx) {
 
 /// Why the bound or step E might not stay what it was when the loop began (batch_range
 /// evaluates it once, the loop's header every iteration), or "".
-std::string changingBound(const Expr *E, const Stmt *Body, ASTContext &Ctx) {
+std::string changingBound(const Expr *E, const Stmt *Body, llvm::ArrayRef<const Expr *> Cuts,
+                          ASTContext &Ctx) {
+  // Taking a batch from a list (`batches[b]`, a reference that is not const) leaves the
+  // list's size as it is.
+  auto ChangedInBody = [&](const VarDecl *Var) {
+    bool Changed = false;
+    forEachStmt(Body, [&](const Stmt *S) {
+      const auto *Use = dyn_cast<DeclRefExpr>(S);
+      if (Changed || !Use || Use->getDecl() != Var || !changesWhatItNames(Use, Ctx)) {
+        return;
+      }
+      Changed = !llvm::any_of(Cuts, [&](const Expr *Cut) {
+        const auto *Subscript = dyn_cast<CXXOperatorCallExpr>(Cut);
+        return Subscript && Subscript->getArg(0)->IgnoreParenImpCasts() == Use;
+      });
+    });
+    return Changed;
+  };
   std::string Why;
   forEachStmt(E, [&](const Stmt *S) {
     if (!Why.empty()) {
       return;
     }
     if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
-      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-          Var && changedInside(Var, Body, Ctx)) {
+      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()); Var && ChangedInBody(Var)) {
         Why = "the loop changes '" + Var->getNameAsString() + "', which its condition reads";
       }
     } else if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
@@ -217,7 +244,7 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
     if (!Ref || Ref->getDecl() != Counter) {
       return;
     }
-    if (const CXXMemberCallExpr *Cut = cutOf(Ref, Ctx)) {
+    if (const Expr *Cut = cutOf(Ref, Ctx)) {
       if (!llvm::is_contained(Result.Cuts, Cut)) {
         Result.Cuts.push_back(Cut);
       }
@@ -242,8 +269,10 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
       Result.BatchSizes.push_back(Var);
     }
   }
-  for (const CXXMemberCallExpr *Cut : Result.Cuts) {
-    batchSizesOf(Cut, Counter, Result.BatchSizes);
+  for (const Expr *Cut : Result.Cuts) {
+    if (const auto *Call = dyn_cast<CXXMemberCallExpr>(Cut)) {
+      batchSizesOf(Call, Counter, Result.BatchSizes);
+    }
   }
   const std::string Name = "'" + Counter->getNameAsString() + "'";
   const std::string ByHand =
@@ -270,13 +299,14 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
             ByHand);
   }
   for (const Expr *Bound : {End, Step, Ahead}) {
-    if (std::string Why = Bound ? changingBound(Bound, Body, Ctx) : ""; !Why.empty()) {
+    if (std::string Why = Bound ? changingBound(Bound, Body, Result.Cuts, Ctx) : "";
+        !Why.empty()) {
       Problem("this loop over batches cannot be shared: " + Why +
               ", and a shared loop fixes its batches when it begins" + ByHand);
     }
   }
   const SourceManager &SM = Ctx.getSourceManager();
-  for (const CXXMemberCallExpr *Cut : Result.Cuts) {
+  for (const Expr *Cut : Result.Cuts) {
     if (Cut->getBeginLoc().isMacroID() || Cut->getEndLoc().isMacroID()) {
       Problem("this loop cuts a batch inside a macro (line " + lineOf(Cut->getBeginLoc(), Ctx) +
               "), which accel-rewrite does not edit" + ByHand);

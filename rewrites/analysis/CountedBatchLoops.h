@@ -10,6 +10,7 @@
 //     ... backward ...
 //   }
 //   for (int b = 0; b < batches; ++b) { auto x = X.narrow(0, b * size, size); ... }
+//   auto xs = X.split(size);  for (size_t b = 0; b < xs.size(); ++b) { auto x = xs[b]; ... }
 //
 // accel-data-loader shares such a loop as a prepared loader shares batches: the header runs
 // this process's iterations (`for (int64_t i : accelerator.batch_range(0, n, batch_size))`)
@@ -45,9 +46,10 @@ struct CountedBatchLoop {
   bool Inclusive = false;
   /// What the counter grows by each iteration; null for `++i`.
   const clang::Expr *Step = nullptr;
-  /// The calls that cut a batch's rows with the counter: `t.slice(0, start, end)`,
-  /// `t.narrow(0, start, length)`, `t.index({Slice(start, end), ...})` on a tensor.
-  llvm::SmallVector<const clang::CXXMemberCallExpr *, 4> Cuts;
+  /// The expressions that cut a batch's rows with the counter: `t.slice(0, start, end)`,
+  /// `t.narrow(0, start, length)`, `t.index({Slice(start, end), ...})` on a tensor, or take
+  /// a batch made beforehand, `batches[b]` of a container of tensors.
+  llvm::SmallVector<const clang::Expr *, 4> Cuts;
   /// The variables that size a batch: the step (`i += batch`) and what the condition adds to
   /// the counter (`i + batch <= n`), and those the cuts add to or
   /// multiply with the counter (`b * batch`, `i + batch`) or take as narrow's length. Like a

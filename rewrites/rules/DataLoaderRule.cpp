@@ -338,6 +338,7 @@ AST_MATCHER(ForStmt, cutsSharedBatchesByCounter) {
 /// iterations, and each cut takes this process's rows of the batch.
 ///   for (int64_t i = 0; i < n; i += b)  ->  for (int64_t i : accelerator.batch_range(0, n, b))
 ///   X.slice(0, i, i + b)                ->  accelerator.batch_rows(X.slice(0, i, i + b))
+///   xs[b]                               ->  accelerator.batch_rows(xs[b])
 llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &Match) {
   const auto *Loop = Match.Nodes.getNodeAs<ForStmt>("counted");
   ASTContext &Ctx = *Match.Context;
@@ -370,7 +371,7 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
       CharSourceRange::getTokenRange(Loop->getInit()->getBeginLoc(), Loop->getInc()->getEndLoc());
   Header.Replacement = Range + ")";
   Edits.push_back(Header);
-  for (const CXXMemberCallExpr *Cut : Counted.Cuts) {
+  for (const Expr *Cut : Counted.Cuts) {
     Edits.push_back(insertionAt(Cut->getBeginLoc(), "accelerator.batch_rows("));
     Edits.push_back(
         insertionAt(Lexer::getLocForEndOfToken(Cut->getEndLoc(), 0, SM, Ctx.getLangOpts()), ")"));

@@ -162,6 +162,25 @@ void counted_batches(torch::nn::Linear &model, torch::optim::Optimizer &optimize
       model(x).sum().backward();
       optimizer.step();
     }
+    // Batches made beforehand (`split`), taken by the counter: each is a cut too. A tensor's
+    // own [] picks one sample: no batch.
+    std::vector<torch::Tensor> input_batches = inputs.split(batch);
+    std::vector<torch::Tensor> target_batches = targets.split(batch);
+    for (size_t b = 0; b < input_batches.size(); ++b) {
+      // CHECK-FIXES: {{^}}    for (size_t b : accelerator.batch_range(0, input_batches.size())) {
+      auto x = input_batches[b];
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(input_batches[b]);
+      optimizer.zero_grad();
+      (model(x) - target_batches[b]).pow(2).mean().backward();
+      // CHECK-FIXES: {{^}}      accelerator.backward((model(x) - accelerator.batch_rows(target_batches[b])).pow(2).mean());
+      optimizer.step();
+    }
+    for (int64_t row = 0; row < n; ++row) {
+      // CHECK-FIXES: {{^}}    for (int64_t row = 0; row < n; ++row) {
+      optimizer.zero_grad();
+      model(inputs[row]).sum().backward();
+      optimizer.step();
+    }
   }
   // Cuts that evaluation makes are no batches of training: left as they are.
   for (int64_t i = 0; i < n; i += 5) {
