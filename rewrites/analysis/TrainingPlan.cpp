@@ -128,6 +128,36 @@ bool creatingVariables(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
   return true;
 }
 
+/// The loader a for or while loop walks with its iterators (`for (auto it = loader->begin();
+/// it != loader->end(); ++it)`), as written with a `*` in front for a pointer, or "".
+std::string loaderWalkedByIterators(const Stmt *Loop, const ASTContext &Ctx) {
+  const Stmt *Header = nullptr;
+  if (const auto *For = dyn_cast<ForStmt>(Loop)) {
+    Header = For->getInit() ? For->getInit() : For->getCond();
+  } else if (const auto *While = dyn_cast<WhileStmt>(Loop)) {
+    Header = While->getCond();
+  }
+  std::string Walked;
+  forEachStmt(Header, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+    const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+    if (!Walked.empty() || !Method || (Method->getName() != "begin" && Method->getName() != "end")) {
+      return;
+    }
+    if (!llvm::StringRef(qualifiedName(Method->getParent())).starts_with("torch::data::")) {
+      return;
+    }
+    const Expr *Object = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+        Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+      Walked = "*" + sourceText(Arrow->getArg(0), Ctx);
+    } else {
+      Walked = sourceText(Object, Ctx);
+    }
+  });
+  return Walked;
+}
+
 /// The nearest range-for around S (S itself included) inside its function, innermost first,
 /// that iterates a loader whose batches are this process's shard; null when there is none.
 /// Nearest is set to the nearest range-for of any kind.
@@ -379,6 +409,15 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   auto NoShard = [&](const CXXForRangeStmt *Nearest, const std::string &Where) {
     std::string Source =
         Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
+    if (std::string Walked = Nearest ? "" : loaderWalkedByIterators(Plan.Unit, Ctx);
+        !Walked.empty()) {
+      Problem("the batches " + Where + " come from '" + Walked +
+              "' walked with its iterators (begin(), end()), which accel-rewrite does not "
+              "follow: every process would train on all of it; write the loop as `for (auto "
+              "&batch : " +
+              Walked + ")` and run accel-rewrite again");
+      return;
+    }
     Problem("the batches " + Where + " come from " + Source +
             ", which accel-rewrite cannot shard: every process would train on all of it; "
             "iterate a loader made with torch::data::make_data_loader (declared auto) or a "

@@ -115,6 +115,21 @@ void compare_models() {
   // CHECK-FIXES: fit_pair(accelerator, second, second_optimizer, *loader);
 }
 
+// A loader walked with its iterators: declined, with the range-for to write instead.
+void iterator_walk() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: data loader 'loader' is not iterated by a loop here{{.*}} [accel-data-loader]
+  for (auto it = loader->begin(); it != loader->end(); ++it) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from '*loader' walked with its iterators (begin(), end()), which accel-rewrite does not follow: every process would train on all of it; write the loop as `for (auto &batch : *loader)` and run accel-rewrite again [accel-training-loop]
+    optimizer.zero_grad();
+    model->forward(it->data).mean().backward();
+    // CHECK-FIXES: {{^}}    model->forward(it->data).mean().backward();
+    optimizer.step();
+  }
+}
+
 // A generic lambda as the helper: its calls are not followed, and the reason says so.
 void lambda_helper() {
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
@@ -388,6 +403,7 @@ int main() {
   kfold();
   model_outside();
   compare_models();
+  iterator_walk();
   lambda_helper();
   permutation_batches();
   early_exit_batches();
