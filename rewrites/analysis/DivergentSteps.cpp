@@ -2,30 +2,186 @@
 #include "analysis/DivergentSteps.h"
 
 #include "analysis/BatchValues.h"
+#include "analysis/Statistics.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/StmtCXX.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <functional>
+#include <string>
 
 using namespace clang;
 
 namespace accel::rewrites {
 
-std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {
-  const Stmt *Body = loopBody(Loop);
-  const Stmt *FunctionBody = Body;
-  for (DynTypedNodeList Parents = Ctx.getParents(*Loop); !Parents.empty();
+namespace {
+
+/// The body of the function (or lambda) S is in; Fallback when there is none.
+const Stmt *functionBodyAround(const Stmt *S, const Stmt *Fallback, ASTContext &Ctx) {
+  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
        Parents = Ctx.getParents(Parents[0])) {
     if (const auto *Function = Parents[0].get<FunctionDecl>()) {
-      FunctionBody = Function->getBody();
-      break;
+      return Function->getBody();
     }
     if (const auto *Lambda = Parents[0].get<LambdaExpr>()) {
-      FunctionBody = Lambda->getBody();
-      break;
+      return Lambda->getBody();
     }
   }
+  return Fallback;
+}
+
+/// Whether S is inside a loop over this process's shard of the batches.
+bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
+  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return false;
+    }
+    if (const auto *Loop = Parents[0].get<Stmt>();
+        Loop && isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Loop) &&
+        iteratesShardedLoader(Loop, Ctx)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Values that differ between the processes after the rewrite: what this process's shard
+/// gave a local variable (inside a sharded loop, from tensors) and accel-reduce does not
+/// combine where it is read.
+struct ShardValues {
+  ASTContext &Ctx;
+  const Stmt *FunctionBody;
+  llvm::SmallPtrSet<const VarDecl *, 8> Following;
+
+  /// How many local variables deep a value is followed; deeper counts as the shard's.
+  static constexpr int MaxDepth = 6;
+
+  bool fromShard(const Expr *E, int Depth) {
+    if (!E) {
+      return false;
+    }
+    if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E);
+        Call && isAcceleratorType(Call->getObjectType())) {
+      return false; // a collective's result is the same everywhere
+    }
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+      std::string Op;
+      const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+      return Var && !readsRunningStatistic(Ref, Ctx, Op) && variableFromShard(Var, Depth);
+    }
+    for (const Stmt *Child : E->children()) {
+      if (fromShard(dyn_cast_or_null<Expr>(Child), Depth)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// A value given to Var (its initializer, or one stored into it) inside a sharded loop and
+  /// computed from tensors there, or, elsewhere, from such a value.
+  bool variableFromShard(const VarDecl *Var, int Depth) {
+    if (!Var->hasLocalStorage() || isa<ParmVarDecl>(Var) || Following.contains(Var)) {
+      return false;
+    }
+    if (Depth >= MaxDepth) {
+      return true;
+    }
+    Following.insert(Var);
+    auto Given = [&](const Stmt *Where, const Expr *Value) {
+      return insideShardedLoop(Where, Ctx) ? computedFromTensors(Value, FunctionBody)
+                                           : fromShard(Value, Depth + 1);
+    };
+    bool Found = false;
+    if (Var->getInit()) {
+      auto Parents = Ctx.getParents(*Var);
+      const Stmt *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+      Found = Declaration && Given(Declaration, Var->getInit());
+    }
+    forEachStmt(FunctionBody, [&](const Stmt *S) {
+      const auto *Store = dyn_cast<BinaryOperator>(S);
+      if (Found || !Store || !Store->isAssignmentOp()) {
+        return;
+      }
+      const auto *Ref = dyn_cast<DeclRefExpr>(Store->getLHS()->IgnoreParenImpCasts());
+      Found = Ref && Ref->getDecl() == Var && Given(Store, Store->getRHS());
+    });
+    Following.erase(Var);
+    return Found;
+  }
+};
+
+} // namespace
+
+std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &Ctx) {
+  const Stmt *FunctionBody = functionBodyAround(Loop, Loop, Ctx);
+  std::optional<DivergentStep> Result;
+  ShardValues Values{Ctx, FunctionBody, {}};
+  auto FromShard = [&](const Expr *Condition) {
+    return Condition && Values.fromShard(Condition, 0);
+  };
+  llvm::SmallVector<const Expr *, 4> Conditions;
+  // Nested: inside a loop or switch of Outer's body, where break and continue are its own.
+  std::function<void(const Stmt *, bool)> Walk = [&](const Stmt *S, bool Nested) {
+    if (!S || Result || S == Loop || isa<LambdaExpr>(S)) {
+      return;
+    }
+    if (isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) || (!Nested && isa<BreakStmt, ContinueStmt>(S))) {
+      for (const Expr *Condition : Conditions) {
+        if (FromShard(Condition)) {
+          Result = DivergentStep{S, Condition, true};
+          return;
+        }
+      }
+    }
+    auto Under = [&](const Expr *Condition, const Stmt *Child, bool ChildNested) {
+      Conditions.push_back(Condition);
+      Walk(Child, ChildNested);
+      Conditions.pop_back();
+    };
+    if (const auto *If = dyn_cast<IfStmt>(S)) {
+      Under(If->getCond(), If->getThen(), Nested);
+      Under(If->getCond(), If->getElse(), Nested);
+      return;
+    }
+    const bool Inner = Nested || isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt, SwitchStmt>(S);
+    for (const Stmt *Child : S->children()) {
+      Walk(Child, Inner);
+    }
+  };
+  for (DynTypedNodeList Parents = Ctx.getParents(*Loop); !Parents.empty() && !Result;
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      break;
+    }
+    const auto *Outer = Parents[0].get<Stmt>();
+    if (!Outer || !isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Outer)) {
+      continue;
+    }
+    const Expr *Own = nullptr;
+    if (const auto *While = dyn_cast<WhileStmt>(Outer)) {
+      Own = While->getCond();
+    } else if (const auto *For = dyn_cast<ForStmt>(Outer)) {
+      Own = For->getCond();
+    } else if (const auto *Do = dyn_cast<DoStmt>(Outer)) {
+      Own = Do->getCond();
+    }
+    if (FromShard(Own)) {
+      Result = DivergentStep{Outer, Own, true};
+      break;
+    }
+    Walk(loopBody(Outer), false);
+  }
+  return Result;
+}
+
+std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {
+  const Stmt *Body = loopBody(Loop);
+  const Stmt *FunctionBody = functionBodyAround(Loop, Body, Ctx);
   std::optional<DivergentStep> Result;
   llvm::SmallVector<const Expr *, 4> Conditions;
   // Nested: inside a loop or switch of the body, where break and continue are its own.

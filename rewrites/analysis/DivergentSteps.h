@@ -38,4 +38,13 @@ struct DivergentStep {
 /// model's output) directly or through local variables; none when there is no such statement.
 std::optional<DivergentStep> divergentStep(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
+/// The same one level up: a loop around the training loop Loop (the epoch loop) that leaves,
+/// or stops by its own condition, on a value this process's shard gave it and accel-reduce
+/// does not combine where it is read (a smoothed loss kept by the training loop, the last
+/// batch's loss), directly or through local variables: `if (running < best) ... else if
+/// (++bad > patience) break;`. Statement is the leaving statement, or the outer loop itself
+/// when its condition is the one. Values accel-reduce combines at their read (sums, counts,
+/// sums of per-batch means) are the same on every process after the rewrite and are fine.
+std::optional<DivergentStep> divergentLeaveAround(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+
 } // namespace accel::rewrites

@@ -497,6 +497,20 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               "same on every process (a step count, or accelerator.reduce(value, \"mean\")) "
               "and run accel-rewrite again, or give each process its part by hand "
               "(accelerator.process_index(), accelerator.num_processes())");
+      return;
+    }
+    if (std::optional<DivergentStep> Divergent = divergentLeaveAround(Plan.Unit, Ctx)) {
+      const bool ByItsCondition = isa<ForStmt, WhileStmt, DoStmt>(Divergent->Statement);
+      Problem("the loop around it " +
+              std::string(ByItsCondition ? "stops by its condition" : "can leave") +
+              " on line " + line(Divergent->Statement->getBeginLoc(), SM) + " when '" +
+              sourceText(Divergent->Condition, Ctx) +
+              "', which reads a value this process's batches gave it and accel-reduce does "
+              "not combine there (a smoothed or last loss, a minimum): the processes would "
+              "stop after different numbers of passes, and one still training would wait "
+              "forever for the others' gradients; decide on a value that is the same on every "
+              "process (accelerator.reduce(value, \"mean\"), a sum over the batches divided by "
+              "their count, a step count) and run accel-rewrite again");
     }
     return;
   }

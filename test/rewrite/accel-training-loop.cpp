@@ -345,6 +345,59 @@ void straight_line() {
   // CHECK-FIXES: {{^}}  accelerator.step(optimizer);
 }
 
+// Early stopping one level up. On a mean that accel-reduce combines where it is read, every
+// process stops after the same epoch: rewritten. On a smoothed loss it leaves as this process's
+// share, they would stop at different epochs: declined.
+void stops_on_the_mean() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  double best = 1e9;
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    double sum = 0;
+    int64_t seen = 0;
+    for (auto &batch : *loader) {
+      optimizer.zero_grad();
+      auto loss = model->forward(batch.data).pow(2).mean();
+      loss.backward();
+      // CHECK-FIXES: accelerator.backward(loss);
+      optimizer.step();
+      sum += loss.item<double>() * batch.data.size(0);
+      seen += batch.data.size(0);
+    }
+    const double mean = sum / seen;
+    // CHECK-FIXES: const double mean = accelerator.reduce(sum, "sum") / accelerator.reduce(seen, "sum");
+    if (mean > best) {
+      break;
+    }
+    best = mean;
+  }
+}
+void stops_on_a_smoothed_loss() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  double smoothed = 0, best = 1e9;
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    for (auto &batch : *loader) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the loop around it can leave on line [[@LINE+10]] when 'smoothed > best', which reads a value this process's batches gave it and accel-reduce does not combine there{{.*}} [accel-training-loop]
+      optimizer.zero_grad();
+      auto loss = model->forward(batch.data).pow(2).mean();
+      loss.backward();
+      // CHECK-FIXES: {{^}}      loss.backward();
+      optimizer.step();
+      smoothed = 0.9 * smoothed + 0.1 * loss.item<double>();
+    }
+    if (smoothed > best) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:9: warning: 'smoothed' is kept over this process's batches{{.*}} [accel-reduce]
+      break;
+    }
+    best = smoothed;
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:12: warning: 'smoothed' is kept over this process's batches{{.*}} [accel-reduce]
+  }
+}
+
 // A step outside any loop in a helper called once: declined (the helper's accumulation guard
 // would make it a part of a cycle).
 void one_step(Net &model, torch::optim::SGD &optimizer) {
@@ -404,6 +457,8 @@ int main() {
   model_outside();
   compare_models();
   iterator_walk();
+  stops_on_the_mean();
+  stops_on_a_smoothed_loss();
   lambda_helper();
   permutation_batches();
   early_exit_batches();
