@@ -2,6 +2,7 @@
 #include "analysis/BatchValues.h"
 
 #include "support/Calls.h"
+#include "support/Mutation.h"
 #include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
@@ -367,6 +368,14 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (Var && Var->isLocalVarDecl() && !isa<ParmVarDecl>(Var)) {
       if (!declaredEmpty(Var)) {
+        // A tensor given a first value and then changed (`torch::Tensor loss = zeros({});`,
+        // then `loss = loss + step_loss` per time step): its first value does not say what
+        // it holds.
+        const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+        if (isTensorType(Var->getType()) && Function && Function->getBody() &&
+            changedInside(Var, Function->getBody(), Ctx)) {
+          return BatchValue::Unknown;
+        }
         return classifyBatchValue(Var->getInit(), Ctx, Depth + 1);
       }
       // `torch::Tensor loss;` assigned in the loop: what every assignment gives it.

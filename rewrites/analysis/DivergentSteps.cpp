@@ -179,6 +179,45 @@ std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &
   return Result;
 }
 
+bool underConditionThatDiffers(const Stmt *S, ASTContext &Ctx) {
+  const Stmt *FunctionBody = functionBodyAround(S, S, Ctx);
+  ShardValues Values{Ctx, FunctionBody, {}};
+  const Stmt *Child = S;
+  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return false;
+    }
+    const Stmt *Parent = Parents[0].get<Stmt>();
+    if (!Parent) {
+      continue;
+    }
+    const Expr *Condition = nullptr;
+    if (const auto *If = dyn_cast<IfStmt>(Parent)) {
+      Condition = If->getCond();
+    } else if (const auto *While = dyn_cast<WhileStmt>(Parent)) {
+      Condition = While->getCond();
+    } else if (const auto *For = dyn_cast<ForStmt>(Parent)) {
+      Condition = For->getCond();
+    } else if (const auto *Do = dyn_cast<DoStmt>(Parent)) {
+      Condition = Do->getCond();
+    } else if (const auto *Choice = dyn_cast<ConditionalOperator>(Parent)) {
+      Condition = Choice->getCond();
+    } else if (const auto *Logical = dyn_cast<BinaryOperator>(Parent);
+               Logical && Logical->isLogicalOp()) {
+      Condition = Logical->getLHS();
+    }
+    // Not the condition itself: S is evaluated by every process that reaches the statement.
+    if (Condition && Condition != Child &&
+        ((insideShardedLoop(Condition, Ctx) && computedFromTensors(Condition, FunctionBody)) ||
+         Values.fromShard(Condition, 0))) {
+      return true;
+    }
+    Child = Parent;
+  }
+  return false;
+}
+
 std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {
   const Stmt *Body = loopBody(Loop);
   const Stmt *FunctionBody = functionBodyAround(Loop, Body, Ctx);

@@ -47,4 +47,10 @@ std::optional<DivergentStep> divergentStep(const clang::Stmt *Loop, clang::ASTCo
 /// sums of per-batch means) are the same on every process after the rewrite and are fine.
 std::optional<DivergentStep> divergentLeaveAround(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
+/// Whether S runs under a condition (an if, a loop, `?:`, `&&`, `||` of its function) whose
+/// value may differ between the processes after the rewrite: computed from tensors inside a
+/// sharded loop, or reading a value given there that accel-reduce does not combine. A
+/// collective there (accelerator.reduce) would wait forever for the processes that skip it.
+bool underConditionThatDiffers(const clang::Stmt *S, clang::ASTContext &Ctx);
+
 } // namespace accel::rewrites

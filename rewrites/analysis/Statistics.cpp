@@ -6,6 +6,7 @@
 #include "analysis/CountedBatchLoops.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
+#include "support/Mutation.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"
@@ -801,23 +802,19 @@ bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx) {
          llvm::all_of(Values, [&](const Expr *Value) { return insideShardedLoop(Value, Ctx); });
 }
 
-bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op,
-                      bool *Unclear) {
-  bool Size =
-      isTensorMethodCall(Item, "numel") ||
-      (isTensorMethodCall(Item, "size") && classifyBatchValue(Item, Ctx) == BatchValue::Sum);
-  if (!(isTensorMethodCall(Item, "item") || Size) || !Item->getType()->isArithmeticType() ||
-      !(insideShardedLoop(Item, Ctx) || readsLastBatchTensor(Item, Ctx))) {
-    return false;
-  }
+/// Whether Value is printed to stdout (printf, std::cout <<, the accelerator's print) and not
+/// inside accelerator.reduce already; with PartOfValue, not inside an item() or size() call
+/// either (a batch size that is part of a value combined as a whole).
+bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue) {
   bool InPrint = false;
-  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Item), Ctx)) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Value), Ctx)) {
     const Stmt *S = Ancestor.get<Stmt>();
     if (isMethodCall(S, "accelerate::Accelerator", "reduce")) {
       return false; // combined already
     }
-    if (Size && !InPrint && (isTensorMethodCall(S, "item") || isTensorMethodCall(S, "size"))) {
-      return false; // part of a value combined as a whole
+    if (PartOfValue && !InPrint &&
+        (isTensorMethodCall(S, "item") || isTensorMethodCall(S, "size"))) {
+      return false;
     }
     if (const auto *Shift = dyn_cast_or_null<CXXOperatorCallExpr>(S);
         Shift && Shift->getOperator() == OO_LessLess) {
@@ -828,7 +825,56 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
     }
     InPrint = InPrint || isStdoutPrint(S) || isMethodCall(S, "accelerate::Accelerator", "printf");
   }
-  if (!InPrint) {
+  return InPrint;
+}
+
+bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &Op) {
+  const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+  if (!Var || !Var->isLocalVarDecl() || !Var->getType()->isArithmeticType() || !Var->getInit() ||
+      !insideShardedLoop(Ref, Ctx)) {
+    return false;
+  }
+  auto Parents = Ctx.getParents(*Var);
+  const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+  const Stmt *Scope = Declaration ? innermostLoop(DynTypedNode::create(*Declaration), Ctx) : nullptr;
+  // The copy is this iteration's: declared in the sharded loop, never changed after.
+  if (!Declaration || !insideShardedLoop(Declaration, Ctx) || !Scope ||
+      changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, false)) {
+    return false;
+  }
+  switch (classifyBatchValue(Var->getInit(), Ctx)) {
+  case BatchValue::Sum:
+    Op = "sum";
+    return true;
+  case BatchValue::Mean:
+    Op = "mean";
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op,
+                      bool *Unclear) {
+  bool Size =
+      isTensorMethodCall(Item, "numel") ||
+      (isTensorMethodCall(Item, "size") && classifyBatchValue(Item, Ctx) == BatchValue::Sum);
+  // `loss.item().toFloat()`: the number is the conversion of the c10::Scalar that item()
+  // returns (item() itself is no number to combine).
+  const auto *Converted = dyn_cast<CXXMemberCallExpr>(
+      Item->getImplicitObjectArgument() ? Item->getImplicitObjectArgument()->IgnoreImplicit()
+                                        : nullptr);
+  const CXXMethodDecl *Conversion = Item->getMethodDecl();
+  const bool ScalarConversion = Converted && isTensorMethodCall(Converted, "item") && Conversion &&
+                                Conversion->getDeclName().isIdentifier() &&
+                                Conversion->getName().starts_with("to");
+  const CXXMemberCallExpr *Taken = ScalarConversion ? Converted : Item;
+  if (!(isTensorMethodCall(Item, "item") || Size || ScalarConversion) ||
+      !Item->getType()->isArithmeticType() ||
+      !(insideShardedLoop(Item, Ctx) || readsLastBatchTensor(Taken, Ctx))) {
+    return false;
+  }
+  if (!printedUncombined(Item, Ctx, Size)) {
     return false;
   }
   switch (classifyBatchValue(Item, Ctx)) {

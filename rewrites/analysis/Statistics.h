@@ -74,6 +74,10 @@ bool runsOnSomeProcesses(const clang::Stmt *S, clang::ASTContext &Ctx);
 bool printsBatchValue(const clang::CXXMemberCallExpr *Item, clang::ASTContext &Ctx, std::string &Op,
                       bool *Unclear = nullptr);
 
+/// printsBatchValue for a local copy made in the same iteration and never changed
+/// (`float l = loss.item<float>(); ... printf("%f", l)`): Ref is the printed copy.
+bool printsBatchValueCopy(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, std::string &Op);
+
 /// A value of this process's batch (a loss, a count; BatchValues.h) handed inside the sharded
 /// loop to something accel-reduce does not follow: an object's method
 /// (`meter.update(loss.item<double>(), n)`, `losses.push_back(loss.item<float>())`) or a

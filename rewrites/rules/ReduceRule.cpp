@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/DivergentSteps.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
 #include "support/Calls.h"
@@ -32,6 +33,11 @@ AST_MATCHER(CXXMemberCallExpr, printsBatchValueNode) {
   return printsBatchValue(&Node, Finder->getASTContext(), Op);
 }
 
+AST_MATCHER(DeclRefExpr, printsBatchValueCopyNode) {
+  std::string Op;
+  return printsBatchValueCopy(&Node, Finder->getASTContext(), Op);
+}
+
 AST_MATCHER(CXXMemberCallExpr, printsUnclearBatchValue) {
   std::string Op;
   bool Unclear = false;
@@ -48,7 +54,10 @@ AST_MATCHER(Stmt, storesBatchValueNode) {
   return storesBatchValue(&Node, Finder->getASTContext(), Holder);
 }
 
-AST_MATCHER(Stmt, onSomeProcesses) { return runsOnSomeProcesses(&Node, Finder->getASTContext()); }
+AST_MATCHER(Stmt, onSomeProcesses) {
+  return runsOnSomeProcesses(&Node, Finder->getASTContext()) ||
+         underConditionThatDiffers(&Node, Finder->getASTContext());
+}
 
 AST_MATCHER(DeclRefExpr, readsStatistic) {
   std::string Op;
@@ -106,6 +115,20 @@ Rule makeReduceRule() {
   auto PrintedRule =
       makeRule(Printed, changeTo(node("item"), run(PrintedText)),
                explain("item", "this process's batch is 1/N of the global batch; "
+                               "accelerator.reduce prints the global batch's value"));
+  // A copy of the batch's value made earlier in the iteration, printed: combined at the print.
+  auto PrintedCopy =
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), printsBatchValueCopyNode())
+          .bind("copy");
+  auto PrintedCopyText = [](const MatchResult &Match) -> std::string {
+    const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("copy");
+    std::string Op;
+    printsBatchValueCopy(Ref, *Match.Context, Op);
+    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" + Op + "\")";
+  };
+  auto PrintedCopyRule =
+      makeRule(PrintedCopy, changeTo(node("copy"), run(PrintedCopyText)),
+               explain("copy", "this copy holds this process's batch, 1/N of the global batch; "
                                "accelerator.reduce prints the global batch's value"));
   auto ReadRule = makeRule(
       Read, changeTo(node("read"), run(Text)),
@@ -171,13 +194,15 @@ Rule makeReduceRule() {
   auto OnSomeProcesses = [](std::string Id) {
     return makeRule(
         stmt(anyOf(declRefExpr(readsStatistic()), cxxMemberCallExpr(printsBatchValueNode()),
+                   declRefExpr(printsBatchValueCopyNode()),
                    binaryOperator(rescalesCombinedStatistic())),
              inUserCode(), forFunction(acceleratorFunction()), onSomeProcesses())
             .bind(Id),
         noEdits(),
         warn(Id, "this value is one process's share, but accelerator.reduce here would run on "
-                 "some processes only (the branch asks which process this is) and wait for the "
-                 "others forever; combine it with accelerator.reduce before the branch"));
+                 "some processes only (the branch asks which process this is, or depends on "
+                 "this process's batches) and wait for the others forever; combine it with "
+                 "accelerator.reduce before the branch, and branch on the combined value"));
   };
   // What cannot be told is left as this process's value, with a warning, never guessed.
   auto UnclearRead = makeRule(
@@ -234,7 +259,7 @@ Rule makeReduceRule() {
                "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
                Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
       }));
-  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, ReadRule, RescaleRule,
+  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, PrintedCopyRule, ReadRule, RescaleRule,
                               UnclearRead, UnclearPrint, UnclearRescale, Stored,
                               WithoutAccelerator});
 }

@@ -102,20 +102,35 @@ TEST(CountedBatchLoops, ABatchIndexNarrowingTheDataIsShared) {
 }
 
 TEST(CountedBatchLoops, ALoopThatCutsNothingIsNoCountedLoop) {
-  // An epoch loop over the whole data set, and one that indexes a list by its counter.
+  // An epoch loop over the whole data set, and one that takes single samples of a tensor.
   auto AST = accel::test::parseSnippet(program("", R"cpp(
   for (int i = 0; i < 3; ++i) {
     auto x = inputs;
 )cpp" + std::string(Step)));
   ASSERT_TRUE(AST);
   EXPECT_FALSE(loopOfI(*AST).Counted);
-  auto Indexed =
-      accel::test::parseSnippet(program("  std::vector<torch::Tensor> list = {inputs};\n", R"cpp(
+  auto Samples = accel::test::parseSnippet(program("", R"cpp(
+  for (int64_t i = 0; i < inputs.size(0); ++i) {
+    auto x = inputs[i];
+)cpp" + std::string(Step)));
+  ASSERT_TRUE(Samples);
+  EXPECT_FALSE(loopOfI(*Samples).Counted);
+}
+
+TEST(CountedBatchLoops, ABatchTakenFromAListByTheCounterIsACut) {
+  // Batches made beforehand (`split`): list[i] is the cut, and taking it (a reference that is
+  // not const) leaves the bound list.size() as it was.
+  auto AST =
+      accel::test::parseSnippet(program("  std::vector<torch::Tensor> list = inputs.split(2);\n", R"cpp(
   for (size_t i = 0; i < list.size(); ++i) {
     auto x = list[i];
 )cpp" + std::string(Step)));
-  ASSERT_TRUE(Indexed);
-  EXPECT_FALSE(loopOfI(*Indexed).Counted);
+  ASSERT_TRUE(AST);
+  const CountedBatchLoop &Loop = loopOfI(*AST);
+  EXPECT_TRUE(Loop.shareable()) << Loop.Problem;
+  ASSERT_EQ(Loop.Cuts.size(), 1u);
+  EXPECT_TRUE(llvm::isa<clang::CXXOperatorCallExpr>(Loop.Cuts.front()));
+  EXPECT_TRUE(Loop.BatchSizes.empty());
 }
 
 /// The problem of the loop in `Loop` (after `Setup`), which must be a counted loop.

@@ -481,6 +481,36 @@ void evaluated() {
   std::printf("%.4f %.4f %.4f\n", seen, any_accuracy(net, *data), any_accuracy(net, *test));
 }
 
+// A batch's loss printed in other forms: through item()'s c10::Scalar, or a copy made earlier
+// in the iteration (combined at the print); a loss summed over time steps into a tensor that
+// began as zeros (its kind cannot be told: warned); a print under a branch on this process's
+// own loss (a collective there would hang: warned, left as it is).
+void printed_forms() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    const float copy = loss.item<float>();
+    std::printf("%.4f %.4f %.4f\n", loss.item().toFloat(), loss.item().toDouble(), copy);
+    // CHECK-FIXES: accelerator.printf("%.4f %.4f %.4f\n", accelerator.reduce(loss.item().toFloat(), "mean"), accelerator.reduce(loss.item().toDouble(), "mean"), accelerator.reduce(copy, "mean"));
+    torch::Tensor over_time = torch::zeros({});
+    for (int t = 0; t < 2; ++t) {
+      over_time = over_time + net(b.data).pow(2).mean();
+    }
+    std::printf("%.4f\n", over_time.item<float>());
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:27: warning: this prints a value of this process's batch that accel-reduce cannot classify{{.*}} [accel-reduce]
+    if (loss.item<float>() > 0.5f) {
+      std::printf("spike %.4f\n", loss.item<float>());
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:35: warning: this value is one process's share, but accelerator.reduce here would run on some processes only (the branch asks which process this is, or depends on this process's batches){{.*}} [accel-reduce]
+      // CHECK-FIXES: accelerator.printf("spike %.4f\n", loss.item<float>());
+    }
+  }
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -546,4 +576,5 @@ int main() {
   validates_inside();
   logged_by_lambda();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
+  printed_forms();
 }
