@@ -1,6 +1,8 @@
 //===- BatchValues.cpp - What a value computed from a batch is ------------===//
 #include "analysis/BatchValues.h"
 
+#include "analysis/CallGraph.h"
+
 #include "support/Calls.h"
 #include "support/Mutation.h"
 #include "support/LibTorchTypes.h"
@@ -103,7 +105,24 @@ const ValueDecl *calledObject(const Expr *Object) {
 }
 
 /// What a loss module's call computes, from the options it was made with.
-BatchValue lossModuleCall(const ValueDecl *Module) {
+BatchValue lossModuleCall(const ValueDecl *Module, ASTContext &Ctx) {
+  // A parameter (`train(..., torch::nn::CrossEntropyLoss &criterion)`): the modules its
+  // callers pass, which must agree; a caller passing something else cannot be told.
+  if (const auto *Param = dyn_cast_or_null<ParmVarDecl>(Module)) {
+    const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
+    llvm::ArrayRef<const CallExpr *> Calls =
+        Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>();
+    std::optional<BatchValue> Passed;
+    const unsigned Index = Param->getFunctionScopeIndex();
+    for (const CallExpr *Call : Calls) {
+      const VarDecl *Var = Index < Call->getNumArgs() ? namedVar(Call->getArg(Index)) : nullptr;
+      const BatchValue Kind = Var && Var->isLocalVarDecl() && !isa<ParmVarDecl>(Var)
+                                  ? lossReduction(Var->getInit())
+                                  : BatchValue::Unknown;
+      Passed = !Passed || *Passed == Kind ? Kind : BatchValue::Unknown;
+    }
+    return Passed.value_or(BatchValue::Unknown);
+  }
   if (const auto *Var = dyn_cast_or_null<VarDecl>(Module)) {
     return lossReduction(Var->getInit());
   }
@@ -293,7 +312,7 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     if (Kind == OO_Call && Operator->getNumArgs() >= 1) {
       const ValueDecl *Callee = calledObject(Operator->getArg(0));
       if (Callee && isLossModuleType(Callee->getType())) {
-        return lossModuleCall(Callee);
+        return lossModuleCall(Callee, Ctx);
       }
     }
     if (Kind == OO_Subscript) {
@@ -324,7 +343,7 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     }
     const ValueDecl *Object = calledObject(Member->getImplicitObjectArgument());
     if (Object && isLossModuleType(Object->getType())) {
-      return lossModuleCall(Object); // criterion->forward(output, target)
+      return lossModuleCall(Object, Ctx); // criterion->forward(output, target)
     }
   }
   if (const auto *Call = dyn_cast<CallExpr>(E)) {

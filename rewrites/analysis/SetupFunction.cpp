@@ -305,6 +305,22 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
                     "model whose parameters it holds and the optimizer, before training");
       }
     }
+    // Parameters added after construction (`opt.add_param_group(...)`): the models they come
+    // from are not followed, so none is guessed.
+    forEachStmt(Body, [&](const Stmt *S) {
+      const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+      const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+      if (Outside || !Method || Method->getName() != "add_param_group" ||
+          namedVar(Call->getImplicitObjectArgument()->IgnoreParenImpCasts()) != Var) {
+        return;
+      }
+      Outside = true;
+      Problem(Call->getBeginLoc(),
+              "optimizer '" + Var->getNameAsString() +
+                  "' gets more parameters from add_param_group, and accel-rewrite does not "
+                  "follow which models they come from; call accelerator.prepare with every model "
+                  "whose parameters it holds and the optimizer, after this line, before training");
+    });
     if (Entry.Models.empty() && !Outside) {
       // Tensors of no model (`Adagrad opt({w, b}, ...)`): prepare synchronises a module's
       // gradients, so there is no model to name.

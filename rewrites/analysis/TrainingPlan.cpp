@@ -469,6 +469,22 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
       NoShard(Nearest, "of this training loop");
       return;
     }
+    // A list of batches the program made is cut along dimension 0 under split_batches, as
+    // a counted loop's batches are: time steps, for a sequence-first model.
+    if (Nearest && isBatchListLoop(Nearest, Ctx)) {
+      if (const VarDecl *Model = sequenceFirstModel(modelsOf(Plan, Ctx), Ctx)) {
+        Problem("this loop trains on a list of batches the program made, which split_batches "
+                "cuts along dimension 0, and model '" +
+                Model->getNameAsString() +
+                "' reads dimension 0 as time (it holds an LSTM, GRU or RNN not built with "
+                "batch_first(true), or a Transformer or MultiheadAttention, which read (time, "
+                "batch, features)): each process would get a part of each sequence; build a "
+                "recurrent module with batch_first(true) and make batch-first batches, or give "
+                "each process its part by hand (accelerator.process_index(), "
+                "accelerator.num_processes())");
+        return;
+      }
+    }
     // Batches that depend on the one before (analysis/SequenceBatches.h) cannot be shared.
     if (std::optional<CarriedState> State = carriedState(Plan.Unit, Ctx)) {
       std::string Name = State->Var->getNameAsString();

@@ -12,10 +12,12 @@
 #include "analysis/DivergentSteps.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
 
+#include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"
 
@@ -38,11 +40,20 @@ AST_MATCHER(DeclRefExpr, printsBatchValueCopyNode) {
   return printsBatchValueCopy(&Node, Finder->getASTContext(), Op);
 }
 
+/// Inside a function template that is instantiated: what a value is shows in the
+/// instantiations, where the types are known (the pattern's dependent calls classify as
+/// nothing), so the pattern's node says nothing of its own.
+bool inInstantiatedPattern(const Stmt *S, ASTContext &Ctx) {
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*S), Ctx);
+  const FunctionTemplateDecl *Template = Function ? Function->getDescribedFunctionTemplate() : nullptr;
+  return Template && !Template->specializations().empty();
+}
+
 AST_MATCHER(CXXMemberCallExpr, printsUnclearBatchValue) {
   std::string Op;
   bool Unclear = false;
   printsBatchValue(&Node, Finder->getASTContext(), Op, &Unclear);
-  return Unclear;
+  return Unclear && !inInstantiatedPattern(&Node, Finder->getASTContext());
 }
 
 AST_MATCHER(DeclRefExpr, readsUnclear) {

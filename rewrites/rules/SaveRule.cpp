@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/DivergentSteps.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/Statistics.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
 
@@ -31,6 +33,18 @@ AST_MATCHER(QualType, isPathLike) {
   return Record && Record->getName() == "basic_string" && Record->isInStdNamespace();
 }
 
+/// Inside a branch that asks which process this is: the program writes on one process
+/// already.
+AST_MATCHER(CallExpr, onSomeProcessesOnly) {
+  return runsOnSomeProcesses(&Node, Finder->getASTContext());
+}
+
+/// Inside a branch on a value of this process's batches: accelerator.save, which waits for
+/// every process, would wait forever for those that do not take it.
+AST_MATCHER(CallExpr, underBranchThatDiffers) {
+  return underConditionThatDiffers(&Node, Finder->getASTContext());
+}
+
 } // namespace
 
 Rule makeSaveRule() {
@@ -42,7 +56,19 @@ Rule makeSaveRule() {
     return CharSourceRange::getTokenRange(Ref->getBeginLoc(), Ref->getEndLoc());
   };
   return applyFirst<Finding>(
-      {makeRule(callExpr(Save, argumentCountIs(2), hasArgument(1, expr(hasType(isPathLike()))),
+      {makeRule(callExpr(Save, onSomeProcessesOnly()), noEdits(),
+                explain("call", "this torch::save runs on the processes the branch around it "
+                                "picks already; it stays as it is")),
+       makeRule(callExpr(Save, forFunction(acceleratorFunction()), underBranchThatDiffers()),
+                noEdits(),
+                warn("call", "torch::save under a branch on a value of this process's batches "
+                             "(a new best loss, say): every process would write the file when "
+                             "its own value says so, and accelerator.save, which waits for "
+                             "every process, would wait forever for those that do not take the "
+                             "branch; decide on a value that is the same on every process "
+                             "(accelerator.reduce(value, \"mean\")) and call "
+                             "accelerator.save(value, path) there")),
+       makeRule(callExpr(Save, argumentCountIs(2), hasArgument(1, expr(hasType(isPathLike()))),
                          forFunction(acceleratorFunction())),
                 changeTo(Callee, cat("accelerator.save")),
                 explain("call", "accelerator.save writes the file on the main process only, "

@@ -136,6 +136,22 @@ void submodule_only() {
   }
 }
 
+// Parameters joining the optimizer later through add_param_group: not followed, so no model
+// is guessed, with a warning.
+void param_group_added() {
+  torch::nn::Linear encoder(4, 4), head(4, 1);
+  torch::optim::SGD optimizer(encoder->parameters(), 0.1);
+  optimizer.add_param_group(torch::optim::OptimizerParamGroup(head->parameters()));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: optimizer 'optimizer' gets more parameters from add_param_group, and accel-rewrite does not follow which models they come from{{.*}} [accel-prepare]
+  // CHECK-FIXES: {{^}}  optimizer.add_param_group(torch::optim::OptimizerParamGroup(head->parameters()));
+  // CHECK-FIXES-NOT: accelerator.prepare(encoder
+  for (int step = 0; step < 2; ++step) {
+    head(encoder(torch::randn({2, 4}))).sum().backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(head(encoder(torch::randn({2, 4}))).sum());
+    optimizer.step();
+  }
+}
+
 // The model comes from the caller, by reference: it is the caller's model, prepared here.
 void train(torch::nn::Linear &model) {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -268,6 +284,7 @@ int main() {
   filtered_by_name();
   held_by_pointer();
   submodule_only();
+  param_group_added();
   torch::nn::Linear model(4, 1);
   train(model);
   train_global();

@@ -481,6 +481,31 @@ void evaluated() {
   std::printf("%.4f %.4f %.4f\n", seen, any_accuracy(net, *data), any_accuracy(net, *test));
 }
 
+// A sum-reduced criterion made by the caller and passed in: its reduction is the caller's, so
+// the per-batch sums add up ("sum"), as with a local criterion.
+double epoch_of_sums(torch::nn::Linear &net, torch::optim::SGD &sgd,
+                     torch::nn::MSELoss &criterion) {
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double total = 0;
+  int64_t steps = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = criterion(net(b.data), torch::zeros({b.data.size(0), 2}));
+    loss.backward();
+    sgd.step();
+    total += loss.item<double>();
+    ++steps;
+  }
+  return total / steps;
+  // CHECK-FIXES: return accelerator.reduce(total, "sum") / steps;
+}
+void sums_by_the_callers_criterion() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  torch::nn::MSELoss criterion(torch::nn::MSELossOptions().reduction(torch::kSum));
+  std::printf("%.4f\n", epoch_of_sums(net, sgd, criterion));
+}
+
 // A batch's loss printed in other forms: through item()'s c10::Scalar, or a copy made earlier
 // in the iteration (combined at the print); a loss summed over time steps into a tensor that
 // began as zeros (its kind cannot be told: warned); a print under a branch on this process's
@@ -577,4 +602,5 @@ int main() {
   logged_by_lambda();
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
   printed_forms();
+  sums_by_the_callers_criterion();
 }

@@ -47,4 +47,27 @@ int main() {
   // CHECK-FIXES: torch::save(model, stream);
   checkpoint(model);
   // CHECK-FIXES: checkpoint(accelerator, model);
+  // A new best batch loss saved at once: each process decides on its own batch, so neither
+  // accelerator.save (which waits for every process) nor every process writing is right.
+  auto loader = torch::data::make_data_loader(
+      torch::data::datasets::TensorDataset(torch::randn({8, 4}))
+          .map(torch::data::transforms::Stack<torch::data::TensorExample>()),
+      2);
+  double best = 1e9;
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto loss = model(batch.data).pow(2).mean();
+    loss.backward();
+    optimizer.step();
+    if (loss.item<double>() < best) {
+      torch::save(model, "best.pt");
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: torch::save under a branch on a value of this process's batches{{.*}} [accel-save]
+      // CHECK-FIXES: {{^}}      torch::save(model, "best.pt");
+    }
+  }
+  // Already on one process: as it is.
+  if (model->weight.size(0) > 0) {
+    torch::save(model, "last.pt");
+    // CHECK-FIXES: accelerator.save(model, "last.pt");
+  }
 }

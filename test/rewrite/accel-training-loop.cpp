@@ -226,6 +226,22 @@ void time_windows() {
   }
 }
 
+// The same windows made beforehand into a list of batches: prepare_batches would cut them along
+// dimension 0 under split_batches too; declined.
+void time_window_list() {
+  auto model = std::make_shared<Recurrent>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  std::vector<torch::Tensor> windows = torch::randn({40, 8, 4}).split(10);
+  for (auto &window : windows) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop trains on a list of batches the program made, which split_batches cuts along dimension 0, and model 'model' reads dimension 0 as time{{.*}} [accel-training-loop]
+    optimizer.zero_grad();
+    auto [output, last] = model->forward(window, torch::zeros({1, 8, 8}));
+    output.sum().backward();
+    // CHECK-FIXES: {{^}}    output.sum().backward();
+    optimizer.step();
+  }
+}
+
 // LibTorch's Transformer encoder reads (time, batch, features) and has no batch_first: chunks
 // of a time-major token stream cut along dimension 0 are time steps; declined.
 struct TimeMajor : torch::nn::Module {
@@ -464,6 +480,7 @@ int main() {
   early_exit_batches();
   carried_state();
   time_windows();
+  time_window_list();
   sample_windows();
   straight_line();
   Trainer().train();

@@ -149,6 +149,32 @@ TEST(ShardedLoader, RealProcessesGetTheDocumentedBatches) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+/// An example type of the program's own, batched without Stack: a batch is a vector of them.
+struct OwnSample {
+  torch::Tensor features;
+  int64_t label = 0;
+};
+struct OwnSamples : torch::data::datasets::Dataset<OwnSamples, OwnSample> {
+  OwnSample get(size_t index) override {
+    return {torch::full({2}, static_cast<double>(index)), static_cast<int64_t>(index)};
+  }
+  torch::optional<size_t> size() const override { return 5; }
+};
+
+TEST(ShardedLoader, BatchesOfTheProgramsOwnExampleTypeComeAsTheyAre) {
+  accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
+  auto loader =
+      accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(OwnSamples(), 2);
+  std::vector<int64_t> labels;
+  for (std::vector<OwnSample> &batch : *loader) {
+    for (const OwnSample &sample : batch) {
+      labels.push_back(sample.label);
+      EXPECT_EQ(sample.features[0].item<double>(), static_cast<double>(sample.label));
+    }
+  }
+  EXPECT_EQ(labels, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
 TEST(ShardedLoader, ShuffleIsSharedAcrossProcessesAndNewEachEpoch) {
   auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
     accelerate::Accelerator accelerator;

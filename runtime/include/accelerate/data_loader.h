@@ -114,6 +114,9 @@ template <typename First, typename Second>
 std::pair<First, Second> to_device(std::pair<First, Second> batch, const torch::Device &device);
 template <typename... Items>
 std::tuple<Items...> to_device(std::tuple<Items...> batch, const torch::Device &device);
+/// Anything else (an example type of the program's own) stays as it is; declared before the
+/// vector's overload, whose lookup of to_device for its items happens where it is defined.
+template <typename T> T to_device(T batch, const torch::Device &);
 template <typename T> std::vector<T> to_device(std::vector<T> batch, const torch::Device &device) {
   for (auto &item : batch) {
     item = to_device(std::move(item), device);
