@@ -152,6 +152,67 @@ AST_MATCHER(DeclRefExpr, readsListInsideItsLoop) {
   return false;
 }
 
+/// The list of batches a batch-list loop iterates, as it is or through prepare_batches(list).
+const VarDecl *listOf(const CXXForRangeStmt *Loop) {
+  const Expr *List = spelled(Loop->getRangeInit());
+  if (const auto *Prepared = dyn_cast<CXXMemberCallExpr>(List);
+      Prepared && Prepared->getNumArgs() == 1) {
+    List = Prepared->getArg(0);
+  }
+  return namedVar(List);
+}
+
+/// `batches.size()` computed with outside the loop that shares the list (`total_steps =
+/// epochs * batches.size()` for a schedule): the whole list's count, where each process
+/// iterates its share by default.
+AST_MATCHER(DeclRefExpr, sizesSharedListOutsideItsLoop) {
+  ASTContext &Ctx = Finder->getASTContext();
+  const auto *List = dyn_cast<VarDecl>(Node.getDecl());
+  auto Parents = Ctx.getParents(Node);
+  // size() is const: the list is made const for it first.
+  while (!Parents.empty() && Parents[0].get<ImplicitCastExpr>()) {
+    Parents = Ctx.getParents(Parents[0]);
+  }
+  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
+  auto CallParents = Member ? Ctx.getParents(*Member) : DynTypedNodeList(DynTypedNode());
+  const auto *Size = Member && !CallParents.empty() ? CallParents[0].get<CXXMemberCallExpr>()
+                                                    : nullptr;
+  if (!List || !Size || !Size->getMethodDecl() || Size->getMethodDecl()->getName() != "size") {
+    return false;
+  }
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(Node), Ctx);
+  bool Shared = false, Inside = false;
+  forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
+    const auto *Loop = dyn_cast<CXXForRangeStmt>(S);
+    if (Loop && isBatchListLoop(Loop, Ctx) && listOf(Loop) == List) {
+      Shared = true;
+      Inside = Inside || Loop->getSourceRange().fullyContains(Node.getSourceRange());
+    }
+  });
+  if (!Shared || Inside) {
+    return false;
+  }
+  // Computed with: an operand of arithmetic, through casts.
+  DynTypedNode Current = DynTypedNode::create(*static_cast<const Stmt *>(Size));
+  for (int Depth = 0; Depth < 4; ++Depth) {
+    auto Up = Ctx.getParents(Current);
+    if (Up.empty()) {
+      return false;
+    }
+    if (const auto *Binary = Up[0].get<BinaryOperator>()) {
+      return Binary->isMultiplicativeOp() || Binary->isAdditiveOp() ||
+             Binary->isCompoundAssignmentOp();
+    }
+    if (!Up[0].get<ImplicitCastExpr>() && !Up[0].get<ParenExpr>() &&
+        !Up[0].get<CXXStaticCastExpr>() && !Up[0].get<CStyleCastExpr>() &&
+        !Up[0].get<CXXFunctionalCastExpr>()) {
+      return false;
+    }
+    Current = Up[0];
+  }
+  return false;
+}
+
 /// Ref is a loader's batch size as written: the integer argument of make_data_loader (or
 /// prepare_data_loader), of DataLoaderOptions(...), or of .batch_size(...).
 bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
@@ -422,6 +483,16 @@ Rule makeDataLoaderRule() {
                    "batches as the original only under split_batches; count the batches in the "
                    "loop, or keep `auto shard = accelerator.prepare_batches(list);` and use "
                    "shard.size()"));
+  auto ListSizeArithmetic = makeRule(
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), sizesSharedListOutsideItsLoop())
+          .bind("list"),
+      noEdits(),
+      warn("list", "this computes with the number of batches in a list a training loop shares: "
+                   "by default each process iterates its share of it (accelerator.prepare_batches, "
+                   "every N-th batch), so a number of steps made from it (a schedule's length) "
+                   "counts N times the steps a process takes; all of them only under "
+                   "split_batches. Keep `auto shard = accelerator.prepare_batches(list);` and use "
+                   "shard.size(), or launch with --split_batches"));
   auto BatchSizeArithmetic = makeRule(
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), computesWithTrainingBatchSize())
           .bind("size"),
@@ -457,7 +528,8 @@ Rule makeDataLoaderRule() {
                "--split_batches) it stays the global batch, as written. Count the steps in "
                "the loop, or launch with --split_batches";
       }));
-  return applyFirst<Finding>({Loaders, Lists, Counted, ListRead, BatchSizeArithmetic});
+  return applyFirst<Finding>(
+      {Loaders, Lists, Counted, ListRead, ListSizeArithmetic, BatchSizeArithmetic});
 }
 
 } // namespace accel::rewrites

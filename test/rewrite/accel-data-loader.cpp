@@ -57,6 +57,10 @@ void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
   std::vector<torch::data::Example<>> examples = {{torch::randn({8, 4}), torch::randn({8, 1})}};
   std::vector<std::tuple<torch::Tensor, torch::Tensor>> tuples = {{torch::randn({8, 4}), torch::randn({8, 1})}};
   std::vector<double> weights = {1.0, 2.0};
+  // A schedule's length made from the whole list: N times the steps a process takes by default.
+  const size_t total_steps = 2 * pairs.size();
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:34: warning: this computes with the number of batches in a list a training loop shares{{.*}} [accel-data-loader]
+  std::cout << total_steps << " steps of " << pairs.size() << " batches\n";
   for (int epoch = 0; epoch < 2; ++epoch) {
     int64_t step = 0;
     for (const auto &x : tensors) {
