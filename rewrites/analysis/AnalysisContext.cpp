@@ -6,6 +6,7 @@
 #include "analysis/FileWrites.h"
 #include "analysis/TrainingPlan.h"
 
+#include "clang/AST/ParentMapContext.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -41,15 +42,36 @@ AnalysisContext &AnalysisContext::OneUnit::analysesFor(clang::ASTContext &Ctx) {
 }
 
 namespace {
+/// Analyses read parents as the AST holds them. A rule that matches under
+/// traverse(TK_IgnoreUnlessSpelledInSource) (accel-file-write) sets the parent map to skip
+/// implicit casts and constructions while its matchers run; an analysis first computed from
+/// inside one would otherwise find other parents (a counted loop's cuts went unseen) and keep
+/// the wrong result for every later use.
+class AsIsParents {
+public:
+  explicit AsIsParents(clang::ASTContext &Ctx)
+      : Parents(Ctx.getParentMapContext()), Previous(Parents.getTraversalKind()) {
+    Parents.setTraversalKind(clang::TK_AsIs);
+  }
+  ~AsIsParents() { Parents.setTraversalKind(Previous); }
+  AsIsParents(const AsIsParents &) = delete;
+  AsIsParents &operator=(const AsIsParents &) = delete;
+
+private:
+  clang::ParentMapContext &Parents;
+  clang::TraversalKind Previous;
+};
+
 /// Computes an analysis on first use. One that needs itself while it is being computed is a
 /// bug, reported as such rather than a stack overflow.
 template <typename Result, typename Compute>
-const Result &once(std::unique_ptr<Result> &Slot, bool &Computing, const char *What,
-                   Compute &&Make) {
+const Result &once(clang::ASTContext &Ctx, std::unique_ptr<Result> &Slot, bool &Computing,
+                   const char *What, Compute &&Make) {
   if (!Slot) {
     if (Computing) {
       llvm::report_fatal_error(llvm::Twine("accel-rewrite: ") + What + " need themselves");
     }
+    AsIsParents AsIs(Ctx);
     Computing = true;
     Slot = Make();
     Computing = false;
@@ -59,17 +81,17 @@ const Result &once(std::unique_ptr<Result> &Slot, bool &Computing, const char *W
 } // namespace
 
 const CallGraph &AnalysisContext::callGraph() {
-  return once(Calls, ComputingCalls, "the call-graph analyses",
+  return once(Ctx, Calls, ComputingCalls, "the call-graph analyses",
               [&] { return analyzeCallGraph(Ctx); });
 }
 
 const AcceleratorParameterAnalysis &AnalysisContext::acceleratorParameters() {
-  return once(Parameters, ComputingParameters, "the accelerator-parameter analyses",
+  return once(Ctx, Parameters, ComputingParameters, "the accelerator-parameter analyses",
               [&] { return analyzeAcceleratorParameters(Ctx); });
 }
 
 const EntryHosting &AnalysisContext::entryHosting() {
-  return once(Entry, ComputingEntry, "the entry-function analyses",
+  return once(Ctx, Entry, ComputingEntry, "the entry-function analyses",
               [&] { return analyzeEntryHosting(Ctx); });
 }
 
@@ -78,6 +100,7 @@ const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {
     return *Found->second;
   }
   // Computed before the entry exists: the map may grow meanwhile.
+  AsIsParents AsIs(Ctx);
   auto Computed = std::make_unique<SetupInfo>(analyzeSetup(Function, Ctx));
   return *(Setups[Function] = std::move(Computed));
 }
@@ -86,6 +109,7 @@ const CountedBatchLoop &AnalysisContext::countedBatchLoop(const clang::ForStmt *
   if (auto Found = CountedLoops.find(Loop); Found != CountedLoops.end()) {
     return *Found->second;
   }
+  AsIsParents AsIs(Ctx);
   auto Computed = std::make_unique<CountedBatchLoop>(analyzeCountedBatchLoop(Loop, Ctx));
   return *(CountedLoops[Loop] = std::move(Computed));
 }
@@ -94,17 +118,18 @@ const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl 
   if (auto Found = Members.find(Function); Found != Members.end()) {
     return *Found->second;
   }
+  AsIsParents AsIs(Ctx);
   auto Computed = std::make_unique<MemberTraining>(analyzeMemberTraining(Function));
   return *(Members[Function] = std::move(Computed));
 }
 
 const TrainingPlans &AnalysisContext::trainingPlans() {
-  return once(Plans, ComputingPlans, "the training-loop plans",
+  return once(Ctx, Plans, ComputingPlans, "the training-loop plans",
               [&] { return planTrainingLoops(Ctx); });
 }
 
 const FileWriteGuards &AnalysisContext::fileWrites() {
-  return once(Writes, ComputingWrites, "the file-write analyses",
+  return once(Ctx, Writes, ComputingWrites, "the file-write analyses",
               [&] { return analyzeFileWrites(Ctx); });
 }
 

@@ -92,9 +92,14 @@ struct ShardValues {
       return true;
     }
     Following.insert(Var);
+    // Outside the sharded loops only numbers carry a shard's value on (`best = running`,
+    // `mean = sum / n`); a tensor or a batch made there comes from data every process sees.
+    const bool Number = Var->getType().getNonReferenceType()->isArithmeticType();
     auto Given = [&](const Stmt *Where, const Expr *Value) {
-      return insideShardedLoop(Where, Ctx) ? computedFromTensors(Value, FunctionBody)
-                                           : fromShard(Value, Depth + 1);
+      if (insideShardedLoop(Where, Ctx)) {
+        return computedFromTensors(Value, FunctionBody);
+      }
+      return Number && fromShard(Value, Depth + 1);
     };
     bool Found = false;
     if (Var->getInit()) {

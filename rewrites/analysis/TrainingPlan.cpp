@@ -128,6 +128,31 @@ bool creatingVariables(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
   return true;
 }
 
+/// The list a counted for-loop takes its batches from by its counter (`batches[i]` of a
+/// vector of pairs or examples), by name; "" when there is none.
+std::string listTakenByCounter(const Stmt *Loop) {
+  const auto *For = dyn_cast<ForStmt>(Loop);
+  const auto *Init = For ? dyn_cast_or_null<DeclStmt>(For->getInit()) : nullptr;
+  const auto *Counter =
+      Init && Init->isSingleDecl() ? dyn_cast<VarDecl>(Init->getSingleDecl()) : nullptr;
+  if (!Counter) {
+    return "";
+  }
+  std::string Listed;
+  forEachStmt(For->getBody(), [&](const Stmt *S) {
+    const auto *Subscript = dyn_cast<CXXOperatorCallExpr>(S);
+    if (!Listed.empty() || !Subscript || Subscript->getOperator() != OO_Subscript ||
+        Subscript->getNumArgs() != 2 || !refersTo(Subscript->getArg(1), Counter) ||
+        isTensorType(Subscript->getArg(0)->getType())) {
+      return;
+    }
+    if (const VarDecl *List = namedVar(Subscript->getArg(0)->IgnoreParenImpCasts())) {
+      Listed = List->getNameAsString();
+    }
+  });
+  return Listed;
+}
+
 /// The loader a for or while loop walks with its iterators (`for (auto it = loader->begin();
 /// it != loader->end(); ++it)`), as written with a `*` in front for a pointer, or "".
 std::string loaderWalkedByIterators(const Stmt *Loop, const ASTContext &Ctx) {
@@ -409,6 +434,14 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
   auto NoShard = [&](const CXXForRangeStmt *Nearest, const std::string &Where) {
     std::string Source =
         Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
+    if (std::string Listed = Nearest ? "" : listTakenByCounter(Plan.Unit); !Listed.empty()) {
+      Problem("the batches " + Where + " are taken from '" + Listed +
+              "' by the loop's counter, which accel-rewrite shares only for a list of tensors "
+              "(a batch taken as accelerator.batch_rows(list[i])): every process would train "
+              "on all of it; iterate the list by name, `for (auto &batch : " +
+              Listed + ")` (accelerator.prepare_batches shards it), and run accel-rewrite again");
+      return;
+    }
     if (std::string Walked = Nearest ? "" : loaderWalkedByIterators(Plan.Unit, Ctx);
         !Walked.empty()) {
       Problem("the batches " + Where + " come from '" + Walked +

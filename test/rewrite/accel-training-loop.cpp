@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include <cstdio>
+#include <fstream>
 #include <vector>
 
 struct Net : torch::nn::Module {
@@ -113,6 +114,43 @@ void compare_models() {
   // CHECK-FIXES: accelerator.prepare(second, second_optimizer);
   fit_pair(second, second_optimizer, *loader);
   // CHECK-FIXES: fit_pair(accelerator, second, second_optimizer, *loader);
+}
+
+// Pairs taken from a list by the counter: only a list of tensors is shared that way; declined,
+// with the range-for to write instead.
+void pairs_by_index() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches = {
+      {torch::randn({4, 4}), torch::randn({4, 1})}};
+  for (size_t i = 0; i < batches.size(); ++i) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop are taken from 'batches' by the loop's counter, which accel-rewrite shares only for a list of tensors (a batch taken as accelerator.batch_rows(list[i])): every process would train on all of it; iterate the list by name, `for (auto &batch : batches)` (accelerator.prepare_batches shards it), and run accel-rewrite again [accel-training-loop]
+    optimizer.zero_grad();
+    (model->forward(batches[i].first) - batches[i].second).pow(2).mean().backward();
+    // CHECK-FIXES: {{^}}    (model->forward(batches[i].first) - batches[i].second).pow(2).mean().backward();
+    optimizer.step();
+  }
+}
+
+// A loop cutting its batches by a counter, in a function that also writes a file: accel-file-write
+// matches in source-only traversal, and the analyses it asks for first must still see the
+// loop's cuts (they read parents as the AST holds them): shared. (The write, in a helper that
+// trains, cannot be guarded where the helper is called: warned.)
+void counted_then_written() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto inputs = torch::randn({16, 4});
+  for (int64_t i = 0; i < 16; i += 4) {
+    // CHECK-FIXES: {{^}}  for (int64_t i : accelerator.batch_range(0, 16, 4)) {
+    optimizer.zero_grad();
+    model->forward(inputs.slice(0, i, i + 4)).mean().backward();
+    optimizer.step();
+  }
+  {
+    std::ofstream done("done.txt");
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:19: warning: every process runs this file write at the same time{{.*}} [accel-file-write]
+    done << "done\n";
+  }
 }
 
 // A loader walked with its iterators: declined, with the range-for to write instead.
@@ -473,6 +511,8 @@ int main() {
   model_outside();
   compare_models();
   iterator_walk();
+  counted_then_written();
+  pairs_by_index();
   stops_on_the_mean();
   stops_on_a_smoothed_loss();
   lambda_helper();
