@@ -4,8 +4,8 @@
 #include "analysis/CallGraph.h"
 
 #include "support/Calls.h"
-#include "support/Mutation.h"
 #include "support/LibTorchTypes.h"
+#include "support/Mutation.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"

@@ -299,8 +299,7 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
             ByHand);
   }
   for (const Expr *Bound : {End, Step, Ahead}) {
-    if (std::string Why = Bound ? changingBound(Bound, Body, Result.Cuts, Ctx) : "";
-        !Why.empty()) {
+    if (std::string Why = Bound ? changingBound(Bound, Body, Result.Cuts, Ctx) : ""; !Why.empty()) {
       Problem("this loop over batches cannot be shared: " + Why +
               ", and a shared loop fixes its batches when it begins" + ByHand);
     }

@@ -135,7 +135,8 @@ std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &
     if (!S || Result || S == Loop || isa<LambdaExpr>(S)) {
       return;
     }
-    if (isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) || (!Nested && isa<BreakStmt, ContinueStmt>(S))) {
+    if (isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) ||
+        (!Nested && isa<BreakStmt, ContinueStmt>(S))) {
       for (const Expr *Condition : Conditions) {
         if (FromShard(Condition)) {
           Result = DivergentStep{S, Condition, true};

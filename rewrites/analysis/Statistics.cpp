@@ -836,7 +836,8 @@ bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &
   }
   auto Parents = Ctx.getParents(*Var);
   const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
-  const Stmt *Scope = Declaration ? innermostLoop(DynTypedNode::create(*Declaration), Ctx) : nullptr;
+  const Stmt *Scope =
+      Declaration ? innermostLoop(DynTypedNode::create(*Declaration), Ctx) : nullptr;
   // The copy is this iteration's: declared in the sharded loop, never changed after.
   if (!Declaration || !insideShardedLoop(Declaration, Ctx) || !Scope ||
       changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, false)) {

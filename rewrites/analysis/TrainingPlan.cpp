@@ -166,7 +166,8 @@ std::string loaderWalkedByIterators(const Stmt *Loop, const ASTContext &Ctx) {
   forEachStmt(Header, [&](const Stmt *S) {
     const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
     const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
-    if (!Walked.empty() || !Method || (Method->getName() != "begin" && Method->getName() != "end")) {
+    if (!Walked.empty() || !Method ||
+        (Method->getName() != "begin" && Method->getName() != "end")) {
       return;
     }
     if (!llvm::StringRef(qualifiedName(Method->getParent())).starts_with("torch::data::")) {
@@ -370,7 +371,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
       }
     }
     if (!Setup) {
-      Problem("optimizer '" + Created.front()->getNameAsString() + "' is not created in a function");
+      Problem("optimizer '" + Created.front()->getNameAsString() +
+              "' is not created in a function");
       return;
     }
     const SetupInfo &Info = AnalysisContext::of(Ctx).setup(Setup);
@@ -551,8 +553,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     if (std::optional<DivergentStep> Divergent = divergentLeaveAround(Plan.Unit, Ctx)) {
       const bool ByItsCondition = isa<ForStmt, WhileStmt, DoStmt>(Divergent->Statement);
       Problem("the loop around it " +
-              std::string(ByItsCondition ? "stops by its condition" : "can leave") +
-              " on line " + line(Divergent->Statement->getBeginLoc(), SM) + " when '" +
+              std::string(ByItsCondition ? "stops by its condition" : "can leave") + " on line " +
+              line(Divergent->Statement->getBeginLoc(), SM) + " when '" +
               sourceText(Divergent->Condition, Ctx) +
               "', which reads a value this process's batches gave it and accel-reduce does "
               "not combine there (a smoothed or last loss, a minimum): the processes would "

@@ -175,8 +175,8 @@ AST_MATCHER(DeclRefExpr, sizesSharedListOutsideItsLoop) {
   }
   const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
   auto CallParents = Member ? Ctx.getParents(*Member) : DynTypedNodeList(DynTypedNode());
-  const auto *Size = Member && !CallParents.empty() ? CallParents[0].get<CXXMemberCallExpr>()
-                                                    : nullptr;
+  const auto *Size =
+      Member && !CallParents.empty() ? CallParents[0].get<CXXMemberCallExpr>() : nullptr;
   if (!List || !Size || !Size->getMethodDecl() || Size->getMethodDecl()->getName() != "size") {
     return false;
   }

@@ -45,7 +45,8 @@ AST_MATCHER(DeclRefExpr, printsBatchValueCopyNode) {
 /// nothing), so the pattern's node says nothing of its own.
 bool inInstantiatedPattern(const Stmt *S, ASTContext &Ctx) {
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*S), Ctx);
-  const FunctionTemplateDecl *Template = Function ? Function->getDescribedFunctionTemplate() : nullptr;
+  const FunctionTemplateDecl *Template =
+      Function ? Function->getDescribedFunctionTemplate() : nullptr;
   return Template && !Template->specializations().empty();
 }
 
@@ -270,8 +271,8 @@ Rule makeReduceRule() {
                "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
                Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
       }));
-  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, PrintedCopyRule, ReadRule, RescaleRule,
-                              UnclearRead, UnclearPrint, UnclearRescale, Stored,
+  return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, PrintedCopyRule, ReadRule,
+                              RescaleRule, UnclearRead, UnclearPrint, UnclearRescale, Stored,
                               WithoutAccelerator});
 }
 

@@ -120,8 +120,8 @@ TEST(CountedBatchLoops, ALoopThatCutsNothingIsNoCountedLoop) {
 TEST(CountedBatchLoops, ABatchTakenFromAListByTheCounterIsACut) {
   // Batches made beforehand (`split`): list[i] is the cut, and taking it (a reference that is
   // not const) leaves the bound list.size() as it was.
-  auto AST =
-      accel::test::parseSnippet(program("  std::vector<torch::Tensor> list = inputs.split(2);\n", R"cpp(
+  auto AST = accel::test::parseSnippet(
+      program("  std::vector<torch::Tensor> list = inputs.split(2);\n", R"cpp(
   for (size_t i = 0; i < list.size(); ++i) {
     auto x = list[i];
 )cpp" + std::string(Step)));
