@@ -42,20 +42,22 @@ AnalysisContext &AnalysisContext::OneUnit::analysesFor(clang::ASTContext &Ctx) {
 }
 
 namespace {
-/// Analyses read parents as the AST holds them. A rule that matches under
-/// traverse(TK_IgnoreUnlessSpelledInSource) (accel-file-write) sets the parent map to skip
-/// implicit casts and constructions while its matchers run; an analysis first computed from
-/// inside one would otherwise find other parents (a counted loop's cuts went unseen) and keep
-/// the wrong result for every later use.
-class AsIsParents {
+/// Each analysis reads parents in one way, whoever asks for it first. clang's parent map
+/// follows the traversal kind of the matcher being run: accel-file-write matches under
+/// traverse(TK_IgnoreUnlessSpelledInSource), where a parent skips implicit casts and
+/// constructions. An analysis first computed from inside such a matcher would otherwise find
+/// other parents (a counted loop's cuts went unseen) and keep that result for every later use.
+/// Most read the AST as it is (TK_AsIs); the file-write analysis, written for the statements
+/// as spelled, reads them that way.
+class ParentsAs {
 public:
-  explicit AsIsParents(clang::ASTContext &Ctx)
+  ParentsAs(clang::ASTContext &Ctx, clang::TraversalKind Kind)
       : Parents(Ctx.getParentMapContext()), Previous(Parents.getTraversalKind()) {
-    Parents.setTraversalKind(clang::TK_AsIs);
+    Parents.setTraversalKind(Kind);
   }
-  ~AsIsParents() { Parents.setTraversalKind(Previous); }
-  AsIsParents(const AsIsParents &) = delete;
-  AsIsParents &operator=(const AsIsParents &) = delete;
+  ~ParentsAs() { Parents.setTraversalKind(Previous); }
+  ParentsAs(const ParentsAs &) = delete;
+  ParentsAs &operator=(const ParentsAs &) = delete;
 
 private:
   clang::ParentMapContext &Parents;
@@ -66,12 +68,12 @@ private:
 /// bug, reported as such rather than a stack overflow.
 template <typename Result, typename Compute>
 const Result &once(clang::ASTContext &Ctx, std::unique_ptr<Result> &Slot, bool &Computing,
-                   const char *What, Compute &&Make) {
+                   const char *What, Compute &&Make, clang::TraversalKind Kind = clang::TK_AsIs) {
   if (!Slot) {
     if (Computing) {
       llvm::report_fatal_error(llvm::Twine("accel-rewrite: ") + What + " need themselves");
     }
-    AsIsParents AsIs(Ctx);
+    ParentsAs Reading(Ctx, Kind);
     Computing = true;
     Slot = Make();
     Computing = false;
@@ -100,7 +102,7 @@ const SetupInfo &AnalysisContext::setup(const clang::FunctionDecl *Function) {
     return *Found->second;
   }
   // Computed before the entry exists: the map may grow meanwhile.
-  AsIsParents AsIs(Ctx);
+  ParentsAs Reading(Ctx, clang::TK_AsIs);
   auto Computed = std::make_unique<SetupInfo>(analyzeSetup(Function, Ctx));
   return *(Setups[Function] = std::move(Computed));
 }
@@ -109,7 +111,7 @@ const CountedBatchLoop &AnalysisContext::countedBatchLoop(const clang::ForStmt *
   if (auto Found = CountedLoops.find(Loop); Found != CountedLoops.end()) {
     return *Found->second;
   }
-  AsIsParents AsIs(Ctx);
+  ParentsAs Reading(Ctx, clang::TK_AsIs);
   auto Computed = std::make_unique<CountedBatchLoop>(analyzeCountedBatchLoop(Loop, Ctx));
   return *(CountedLoops[Loop] = std::move(Computed));
 }
@@ -118,7 +120,7 @@ const MemberTraining &AnalysisContext::memberTraining(const clang::FunctionDecl 
   if (auto Found = Members.find(Function); Found != Members.end()) {
     return *Found->second;
   }
-  AsIsParents AsIs(Ctx);
+  ParentsAs Reading(Ctx, clang::TK_AsIs);
   auto Computed = std::make_unique<MemberTraining>(analyzeMemberTraining(Function));
   return *(Members[Function] = std::move(Computed));
 }
@@ -129,8 +131,9 @@ const TrainingPlans &AnalysisContext::trainingPlans() {
 }
 
 const FileWriteGuards &AnalysisContext::fileWrites() {
-  return once(Ctx, Writes, ComputingWrites, "the file-write analyses",
-              [&] { return analyzeFileWrites(Ctx); });
+  return once(
+      Ctx, Writes, ComputingWrites, "the file-write analyses",
+      [&] { return analyzeFileWrites(Ctx); }, clang::TK_IgnoreUnlessSpelledInSource);
 }
 
 } // namespace accel::rewrites
