@@ -168,14 +168,7 @@ std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &
     if (!Outer || !isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Outer)) {
       continue;
     }
-    const Expr *Own = nullptr;
-    if (const auto *While = dyn_cast<WhileStmt>(Outer)) {
-      Own = While->getCond();
-    } else if (const auto *For = dyn_cast<ForStmt>(Outer)) {
-      Own = For->getCond();
-    } else if (const auto *Do = dyn_cast<DoStmt>(Outer)) {
-      Own = Do->getCond();
-    }
+    const Expr *Own = conditionOf(Outer); // null for a range-for
     if (FromShard(Own)) {
       Result = DivergentStep{Outer, Own, true};
       break;
@@ -198,21 +191,7 @@ bool underConditionThatDiffers(const Stmt *S, ASTContext &Ctx) {
     if (!Parent) {
       continue;
     }
-    const Expr *Condition = nullptr;
-    if (const auto *If = dyn_cast<IfStmt>(Parent)) {
-      Condition = If->getCond();
-    } else if (const auto *While = dyn_cast<WhileStmt>(Parent)) {
-      Condition = While->getCond();
-    } else if (const auto *For = dyn_cast<ForStmt>(Parent)) {
-      Condition = For->getCond();
-    } else if (const auto *Do = dyn_cast<DoStmt>(Parent)) {
-      Condition = Do->getCond();
-    } else if (const auto *Choice = dyn_cast<ConditionalOperator>(Parent)) {
-      Condition = Choice->getCond();
-    } else if (const auto *Logical = dyn_cast<BinaryOperator>(Parent);
-               Logical && Logical->isLogicalOp()) {
-      Condition = Logical->getLHS();
-    }
+    const Expr *Condition = conditionOf(Parent);
     // Not the condition itself: S is evaluated by every process that reaches the statement.
     if (Condition && Condition != Child &&
         ((insideShardedLoop(Condition, Ctx) && computedFromTensors(Condition, FunctionBody)) ||

@@ -767,20 +767,7 @@ bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
     return Found;
   };
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
-    const Stmt *Parent = Ancestor.get<Stmt>();
-    const Stmt *Condition = nullptr;
-    if (const auto *If = dyn_cast_or_null<IfStmt>(Parent)) {
-      Condition = If->getCond();
-    } else if (const auto *While = dyn_cast_or_null<WhileStmt>(Parent)) {
-      Condition = While->getCond();
-    } else if (const auto *For = dyn_cast_or_null<ForStmt>(Parent)) {
-      Condition = For->getCond();
-    } else if (const auto *Choice = dyn_cast_or_null<ConditionalOperator>(Parent)) {
-      Condition = Choice->getCond();
-    } else if (const auto *Logical = dyn_cast_or_null<BinaryOperator>(Parent);
-               Logical && Logical->isLogicalOp()) {
-      Condition = Logical->getLHS();
-    }
+    const Stmt *Condition = conditionOf(Ancestor.get<Stmt>());
     if (Condition && AsksRank(Condition)) {
       return true;
     }

@@ -128,6 +128,17 @@ bool creatingVariables(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
   return true;
 }
 
+/// Why batches cut along dimension 0 (How says which) cannot train a sequence-first Model.
+std::string sequenceFirstProblem(llvm::StringRef How, const VarDecl *Model) {
+  return How.str() + " along dimension 0, which model '" + Model->getNameAsString() +
+         "' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true), or a "
+         "Transformer or MultiheadAttention, which read (time, batch, features)): with "
+         "split_batches each process would get a part of each sequence instead of whole "
+         "sequences; build a recurrent module with batch_first(true) and cut samples, or give "
+         "each process its part by hand (accelerator.process_index(), "
+         "accelerator.num_processes())";
+}
+
 /// The list a counted for-loop takes its batches from by its counter (`batches[i]` of a
 /// vector of pairs or examples), by name; "" when there is none.
 std::string listTakenByCounter(const Stmt *Loop) {
@@ -488,14 +499,7 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
         Plan.Loader = Counted.Counter;
         // Its cuts are rows of dimension 0: time steps, for a sequence-first model.
         if (const VarDecl *Model = sequenceFirstModel(modelsOf(Plan, Ctx), Ctx)) {
-          Problem("this loop cuts its batches along dimension 0, which model '" +
-                  Model->getNameAsString() +
-                  "' reads as time (it holds an LSTM, GRU or RNN not built with "
-                  "batch_first(true), or a Transformer or MultiheadAttention, which read "
-                  "(time, batch, features)): with split_batches each process would get a part "
-                  "of each sequence instead of whole sequences; build a recurrent module with "
-                  "batch_first(true) and cut samples, or give each process its part by hand "
-                  "(accelerator.process_index(), accelerator.num_processes())");
+          Problem(sequenceFirstProblem("this loop cuts its batches", Model));
           return;
         }
       }
@@ -508,15 +512,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     // a counted loop's batches are: time steps, for a sequence-first model.
     if (Nearest && isBatchListLoop(Nearest, Ctx)) {
       if (const VarDecl *Model = sequenceFirstModel(modelsOf(Plan, Ctx), Ctx)) {
-        Problem("this loop trains on a list of batches the program made, which split_batches "
-                "cuts along dimension 0, and model '" +
-                Model->getNameAsString() +
-                "' reads dimension 0 as time (it holds an LSTM, GRU or RNN not built with "
-                "batch_first(true), or a Transformer or MultiheadAttention, which read (time, "
-                "batch, features)): each process would get a part of each sequence; build a "
-                "recurrent module with batch_first(true) and make batch-first batches, or give "
-                "each process its part by hand (accelerator.process_index(), "
-                "accelerator.num_processes())");
+        Problem(sequenceFirstProblem(
+            "under split_batches, accelerator.prepare_batches cuts this loop's batches", Model));
         return;
       }
     }

@@ -157,6 +157,29 @@ void forEachStmt(const Stmt *S, llvm::function_ref<void(const Stmt *)> Visit) {
   }
 }
 
+const Expr *conditionOf(const Stmt *S) {
+  if (const auto *If = dyn_cast_or_null<IfStmt>(S)) {
+    return If->getCond();
+  }
+  if (const auto *For = dyn_cast_or_null<ForStmt>(S)) {
+    return For->getCond();
+  }
+  if (const auto *While = dyn_cast_or_null<WhileStmt>(S)) {
+    return While->getCond();
+  }
+  if (const auto *Do = dyn_cast_or_null<DoStmt>(S)) {
+    return Do->getCond();
+  }
+  if (const auto *Choice = dyn_cast_or_null<ConditionalOperator>(S)) {
+    return Choice->getCond();
+  }
+  if (const auto *Logical = dyn_cast_or_null<BinaryOperator>(S);
+      Logical && Logical->isLogicalOp()) {
+    return Logical->getLHS();
+  }
+  return nullptr;
+}
+
 const Stmt *loopBody(const Stmt *Loop) {
   if (const auto *For = dyn_cast_or_null<ForStmt>(Loop)) {
     return For->getBody();

@@ -58,6 +58,9 @@ std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
 void forEachStmt(const clang::Stmt *S, llvm::function_ref<void(const clang::Stmt *)> Visit);
 /// The body of a for, range-for, while or do loop; null for any other statement.
 const clang::Stmt *loopBody(const clang::Stmt *Loop);
+/// The condition that decides whether S's children run: of an if, a for, while or do loop,
+/// a `?:`, or the left side of `&&` and `||`; null for any other statement.
+const clang::Expr *conditionOf(const clang::Stmt *S);
 /// Whether S or a statement below it (lambda bodies included) names Var.
 bool refersTo(const clang::Stmt *S, const clang::VarDecl *Var);
 /// Calls Visit on S and every statement below it that runs once each time S does: loops

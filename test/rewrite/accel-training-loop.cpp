@@ -271,7 +271,7 @@ void time_window_list() {
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   std::vector<torch::Tensor> windows = torch::randn({40, 8, 4}).split(10);
   for (auto &window : windows) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this loop trains on a list of batches the program made, which split_batches cuts along dimension 0, and model 'model' reads dimension 0 as time{{.*}} [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): under split_batches, accelerator.prepare_batches cuts this loop's batches along dimension 0, which model 'model' reads as time{{.*}} [accel-training-loop]
     optimizer.zero_grad();
     auto [output, last] = model->forward(window, torch::zeros({1, 8, 8}));
     output.sum().backward();
