@@ -273,7 +273,10 @@ bool seededAgainAfter(const Stmt *Guarded, ASTContext &Ctx) {
   llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
   for (const Stmt *S : Block->body()) {
     if (!Past) {
-      Past = S == Guarded;
+      // The block holds the statement as the AST has it (a call with a temporary inside its
+      // ExprWithCleanups); Guarded is it as spelled.
+      const auto *Statement = dyn_cast<Expr>(S);
+      Past = S == Guarded || (Statement && Statement->IgnoreImplicit() == Guarded);
       continue;
     }
     if (isSeeding(S)) {
