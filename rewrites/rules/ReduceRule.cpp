@@ -105,6 +105,11 @@ std::string operation(const MatchResult &Match) {
   return Op;
 }
 
+/// `accelerator.reduce(Value, "Op")`, the text every combination writes.
+std::string reduceCall(llvm::StringRef Value, llvm::StringRef Op) {
+  return ("accelerator.reduce(" + Value + ", \"" + Op + "\")").str();
+}
+
 } // namespace
 
 Rule makeReduceRule() {
@@ -112,8 +117,7 @@ Rule makeReduceRule() {
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), readsStatistic()).bind("read");
   auto Text = [](const MatchResult &Match) -> std::string {
     const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
-    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" + operation(Match) +
-           "\")";
+    return reduceCall(Ref->getDecl()->getName(), operation(Match));
   };
   auto Printed =
       cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()), printsBatchValueNode())
@@ -122,7 +126,7 @@ Rule makeReduceRule() {
     const auto *Item = Match.Nodes.getNodeAs<CXXMemberCallExpr>("item");
     std::string Op;
     printsBatchValue(Item, *Match.Context, Op);
-    return "accelerator.reduce(" + sourceText(Item, *Match.Context) + ", \"" + Op + "\")";
+    return reduceCall(sourceText(Item, *Match.Context), Op);
   };
   auto PrintedRule =
       makeRule(Printed, changeTo(node("item"), run(PrintedText)),
@@ -136,7 +140,7 @@ Rule makeReduceRule() {
     const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("copy");
     std::string Op;
     printsBatchValueCopy(Ref, *Match.Context, Op);
-    return "accelerator.reduce(" + Ref->getDecl()->getNameAsString() + ", \"" + Op + "\")";
+    return reduceCall(Ref->getDecl()->getName(), Op);
   };
   auto PrintedCopyRule =
       makeRule(PrintedCopy, changeTo(node("copy"), run(PrintedCopyText)),
