@@ -211,6 +211,31 @@ struct Write {
   const Expr *Increment;
 };
 
+/// In `x = x + v` or `x = v + x` (Sum is the right-hand side, for a number or a tensor), the
+/// `v` added to Var; null for anything else. The long form of `x += v`, as some courses write it.
+const Expr *addedTo(const VarDecl *Var, const Expr *Sum) {
+  const Expr *Left = nullptr;
+  const Expr *Right = nullptr;
+  Sum = spelled(Sum);
+  if (const auto *Plus = dyn_cast<BinaryOperator>(Sum); Plus && Plus->getOpcode() == BO_Add) {
+    Left = Plus->getLHS();
+    Right = Plus->getRHS();
+  } else if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Sum);
+             Operator && Operator->getOperator() == OO_Plus && Operator->getNumArgs() == 2) {
+    Left = Operator->getArg(0);
+    Right = Operator->getArg(1);
+  } else {
+    return nullptr;
+  }
+  if (assignedVar(spelled(Left)) == Var && !refersTo(Right, Var)) {
+    return Right;
+  }
+  if (assignedVar(spelled(Right)) == Var && !refersTo(Left, Var)) {
+    return Left;
+  }
+  return nullptr;
+}
+
 /// A write of a tensor statistic: its operators `+=`, `=`, `/=`, and its in-place methods.
 std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &Ctx) {
   if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(S);
@@ -223,6 +248,9 @@ std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &
     case OO_Equal:
       if (isConstantTensor(Value, Ctx)) {
         return Write{Write::Reset, S, nullptr};
+      }
+      if (const Expr *Added = addedTo(Var, Value)) {
+        return Write{Write::Add, S, Added};
       }
       return Write{Write::Other, S, nullptr};
     default:
@@ -303,6 +331,9 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       Write::KindType Kind = Write::Other;
       if (isConstant(Assign->getRHS(), Ctx)) {
         Kind = Write::Reset;
+      } else if (const Expr *Added = addedTo(Var, Assign->getRHS())) {
+        Writes.push_back({Write::Add, S, Added});
+        return;
       } else if (!insideShardedLoop(S, Ctx) && refersTo(Assign->getRHS(), Var)) {
         Kind = Write::Rescale;
       } else if (BatchValue Value = classifyBatchValue(Assign->getRHS(), Ctx);
@@ -402,7 +433,18 @@ bool countsSteps(const Expr *Divisor, ASTContext &Ctx) {
     return Var->isConstexpr() ||
            (Var->getType().isConstQualified() && Var->getInit() && isConstant(Var->getInit(), Ctx));
   };
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(Divisor->IgnoreParenCasts())) {
+  // `steps`, or `batch_idx + 1` in a running mean printed inside the loop: the counter's
+  // offset is a number written out, the same in both loader modes.
+  const Expr *Counted = Divisor->IgnoreParenCasts();
+  if (const auto *Offset = dyn_cast<BinaryOperator>(Counted);
+      Offset && (Offset->getOpcode() == BO_Add || Offset->getOpcode() == BO_Sub)) {
+    if (isConstant(Offset->getRHS(), Ctx)) {
+      Counted = Offset->getLHS()->IgnoreParenCasts();
+    } else if (Offset->getOpcode() == BO_Add && isConstant(Offset->getLHS(), Ctx)) {
+      Counted = Offset->getRHS()->IgnoreParenCasts();
+    }
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(Counted)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (Var && !NamedConstant(Var)) {
       return isStepCounter(Var, Ctx);

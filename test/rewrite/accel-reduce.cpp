@@ -216,6 +216,30 @@ void clipped_norms() {
   // CHECK-FIXES: {{^}}  accelerator.printf("%.4f\n", norms / steps);
 }
 
+// The long form of `+=` (`x = x + v`, as some courses write it), for a number and a tensor,
+// and a running mean printed inside the loop, divided by the step counter plus one.
+void long_form_sums() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  float running_loss = 0;
+  torch::Tensor total = torch::zeros({});
+  int batch_idx = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    sgd.step();
+    running_loss = running_loss + loss.item<float>();
+    total = loss.detach() + total;
+    std::printf("%.4f\n", running_loss / (batch_idx + 1));
+    // CHECK-FIXES: {{^}}    accelerator.printf("%.4f\n", accelerator.reduce(running_loss, "mean") / (batch_idx + 1));
+    batch_idx++;
+  }
+  std::printf("%.4f %.4f\n", running_loss / batch_idx, total.item<float>() / batch_idx);
+  // CHECK-FIXES: {{^}}  accelerator.printf("%.4f %.4f\n", accelerator.reduce(running_loss, "mean") / batch_idx, accelerator.reduce(total, "mean").item<float>() / batch_idx);
+}
+
 // A tensor that adds up the batches' losses (`epoch_loss += loss.detach()`), read through
 // item() or printed: combined where its value is taken. One scaled in place is warned about.
 void tensor_sums() {
