@@ -88,14 +88,21 @@ bool isZero(const Expr *E, const ASTContext &Ctx) {
 /// or end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index
 /// of `t.index({Slice(start, end), ...})`, or is the index of `batches[b]` that gives a tensor
 /// (a vector of batches made beforehand), through arithmetic, std::min and std::max and
-/// casts only. Null when Ref is used another way.
-const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
+/// casts only. Null when Ref is used another way; then, where Ref is inside the initializer
+/// of an integer variable the same way (`int64_t start = i * batch_size;`), that variable is
+/// Offset.
+const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx, const VarDecl **Offset = nullptr) {
   const Expr *Current = Ref;
   bool InSlice = false, FirstIndex = true;
   for (int Depth = 0; Depth < 32; ++Depth) {
     auto Parents = Ctx.getParents(*Current);
     const auto *Parent = Parents.empty() ? nullptr : Parents[0].get<Expr>();
     if (!Parent) {
+      const auto *Declared = Parents.empty() ? nullptr : Parents[0].get<VarDecl>();
+      if (Offset && !InSlice && Declared && Declared->getInit() == Current &&
+          Declared->getType()->isIntegerType() && Declared->isLocalVarDecl()) {
+        *Offset = Declared;
+      }
       return nullptr;
     }
     if (const auto *Call = dyn_cast<CXXMemberCallExpr>(Parent)) {
@@ -147,35 +154,88 @@ const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return nullptr;
 }
 
-/// The integer variables a cut sizes its batch with: added to or multiplied with an
-/// expression of the counter (`b * size`, `i + batch`), or narrow's length.
-void batchSizesOf(const CXXMemberCallExpr *Cut, const VarDecl *Counter,
+/// The integer variables a cut (or an offset's initializer) sizes its batch with: added to or
+/// multiplied with an expression of the counter or of an offset computed from it (`b * size`,
+/// `i + batch`, `start + batch`), or narrow's length.
+void batchSizesOf(const Expr *Cut, const VarDecl *Counter,
+                  llvm::ArrayRef<const VarDecl *> Offsets,
                   llvm::SmallVector<const VarDecl *, 2> &Sizes) {
+  auto Counts = [&](const VarDecl *Var) {
+    return Var == Counter || llvm::is_contained(Offsets, Var);
+  };
   auto Add = [&](const Expr *E) {
     const auto *Ref = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
     const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
-    if (Var && Var != Counter && Var->getType()->isIntegerType() &&
+    if (Var && !Counts(Var) && Var->getType()->isIntegerType() &&
         !llvm::is_contained(Sizes, Var)) {
       Sizes.push_back(Var);
     }
   };
-  if (isTensorMethod(Cut, "narrow") && Cut->getNumArgs() >= 3) {
-    Add(Cut->getArg(2));
-  }
-  for (unsigned I = 1; I < Cut->getNumArgs(); ++I) {
-    forEachStmt(Cut->getArg(I), [&](const Stmt *S) {
-      const auto *Binary = dyn_cast<BinaryOperator>(S);
-      if (!Binary || !(Binary->isAdditiveOp() || Binary->isMultiplicativeOp())) {
-        return;
-      }
-      if (refersTo(Binary->getLHS(), Counter)) {
-        Add(Binary->getRHS());
-      }
-      if (refersTo(Binary->getRHS(), Counter)) {
-        Add(Binary->getLHS());
-      }
+  auto FromCounter = [&](const Expr *E) {
+    bool Found = false;
+    forEachStmt(E, [&](const Stmt *S) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(S);
+      const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+      Found = Found || (Var && Counts(Var));
     });
+    return Found;
+  };
+  const auto *Call = dyn_cast<CXXMemberCallExpr>(Cut);
+  if (Call && isTensorMethod(Call, "narrow") && Call->getNumArgs() >= 3) {
+    Add(Call->getArg(2));
   }
+  forEachStmt(Cut, [&](const Stmt *S) {
+    const auto *Binary = dyn_cast<BinaryOperator>(S);
+    if (!Binary || !(Binary->isAdditiveOp() || Binary->isMultiplicativeOp())) {
+      return;
+    }
+    if (FromCounter(Binary->getLHS())) {
+      Add(Binary->getRHS());
+    }
+    if (FromCounter(Binary->getRHS())) {
+      Add(Binary->getLHS());
+    }
+  });
+}
+
+/// The variable declared as a reference that is not const (`auto& x = xs[b];`,
+/// `auto& [x, y] = pairs[b];`) that Cut initializes, or null.
+const VarDecl *referenceBoundTo(const Expr *Cut, ASTContext &Ctx) {
+  const Expr *Current = Cut;
+  while (true) {
+    auto Parents = Ctx.getParents(*Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    if (const auto *Var = Parents[0].get<VarDecl>()) {
+      QualType Type = Var->getType();
+      return Type->isLValueReferenceType() && !Type.getNonReferenceType().isConstQualified()
+                 ? Var
+                 : nullptr;
+    }
+    const auto *Parent = Parents[0].get<Expr>();
+    if (!Parent || !isa<ImplicitCastExpr, ParenExpr, ExprWithCleanups>(Parent)) {
+      return nullptr;
+    }
+    Current = Parent;
+  }
+}
+
+/// A use of Var in Body that changes it (for structured bindings, of one of its names), or null.
+const DeclRefExpr *changeOf(const VarDecl *Var, const Stmt *Body, ASTContext &Ctx) {
+  llvm::SmallVector<const ValueDecl *, 3> Names = {Var};
+  if (const auto *Bindings = dyn_cast<DecompositionDecl>(Var)) {
+    llvm::append_range(Names, Bindings->bindings());
+  }
+  const DeclRefExpr *Change = nullptr;
+  forEachStmt(Body, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (!Change && Ref && llvm::is_contained(Names, Ref->getDecl()) &&
+        changesWhatItNames(Ref, Ctx)) {
+      Change = Ref;
+    }
+  });
+  return Change;
 }
 
 std::string lineOf(SourceLocation Loc, const ASTContext &Ctx) {
@@ -238,20 +298,33 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   if (!End || !Body || !stepOf(Loop, Counter, Step)) {
     return Result;
   }
+  // The counter's uses, then those of the offsets computed from it: each a cut, or (for the
+  // counter) an offset's initializer.
   const DeclRefExpr *OtherUse = nullptr;
-  forEachStmt(Body, [&](const Stmt *S) {
-    const auto *Ref = dyn_cast<DeclRefExpr>(S);
-    if (!Ref || Ref->getDecl() != Counter) {
-      return;
-    }
-    if (const Expr *Cut = cutOf(Ref, Ctx)) {
-      if (!llvm::is_contained(Result.Cuts, Cut)) {
-        Result.Cuts.push_back(Cut);
+  auto UsesOf = [&](const VarDecl *Var) {
+    forEachStmt(Body, [&](const Stmt *S) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(S);
+      if (!Ref || Ref->getDecl() != Var) {
+        return;
       }
-    } else if (!OtherUse) {
-      OtherUse = Ref;
-    }
-  });
+      const VarDecl *Offset = nullptr;
+      if (const Expr *Cut = cutOf(Ref, Ctx, Var == Counter ? &Offset : nullptr)) {
+        if (!llvm::is_contained(Result.Cuts, Cut)) {
+          Result.Cuts.push_back(Cut);
+        }
+      } else if (Offset && !changesWhatItNames(Ref, Ctx)) {
+        if (!llvm::is_contained(Result.Offsets, Offset)) {
+          Result.Offsets.push_back(Offset);
+        }
+      } else if (!OtherUse) {
+        OtherUse = Ref;
+      }
+    });
+  };
+  UsesOf(Counter);
+  for (size_t I = 0; I < Result.Offsets.size(); ++I) {
+    UsesOf(Result.Offsets[I]);
+  }
   if (Result.Cuts.empty()) {
     return Result; // Not a loop that cuts batches.
   }
@@ -270,9 +343,12 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
     }
   }
   for (const Expr *Cut : Result.Cuts) {
-    if (const auto *Call = dyn_cast<CXXMemberCallExpr>(Cut)) {
-      batchSizesOf(Call, Counter, Result.BatchSizes);
+    if (isa<CXXMemberCallExpr>(Cut)) {
+      batchSizesOf(Cut, Counter, Result.Offsets, Result.BatchSizes);
     }
+  }
+  for (const VarDecl *Offset : Result.Offsets) {
+    batchSizesOf(Offset->getInit(), Counter, Result.Offsets, Result.BatchSizes);
   }
   const std::string Name = "'" + Counter->getNameAsString() + "'";
   const std::string ByHand =
@@ -285,7 +361,11 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   };
   if (OtherUse) {
     // A change of the counter in the body is such a use too.
-    Problem("this loop cuts its batches with " + Name + ", and uses " + Name +
+    const std::string Used = OtherUse->getDecl() == Counter
+                                 ? Name
+                                 : "'" + OtherUse->getDecl()->getNameAsString() +
+                                       "', computed from " + Name + ",";
+    Problem("this loop cuts its batches with " + Name + ", and uses " + Used +
             " for something else too (line " + lineOf(OtherUse->getBeginLoc(), Ctx) +
             "): accel-rewrite shares the loop by running each process's share of the "
             "iterations, where that use would see other values than in the original; count "
@@ -302,6 +382,25 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
     if (std::string Why = Bound ? changingBound(Bound, Body, Result.Cuts, Ctx) : ""; !Why.empty()) {
       Problem("this loop over batches cannot be shared: " + Why +
               ", and a shared loop fixes its batches when it begins" + ByHand);
+    }
+  }
+  // A batch taken from a list by a reference (`auto& x = xs[b];`): batch_rows returns a new
+  // tensor, which only a copy holds. The copy shares the list's memory, so it acts as the
+  // reference did unless the loop changes what the reference names (`x = x.to(device)`).
+  for (const Expr *Cut : Result.Cuts) {
+    const VarDecl *Reference = referenceBoundTo(Cut, Ctx);
+    if (!Reference) {
+      continue;
+    }
+    if (const DeclRefExpr *Change = changeOf(Reference, Body, Ctx)) {
+      Problem("this loop takes its batch by a reference that is not const ('" +
+              Reference->getNameAsString() + "'), and changes what it names (line " +
+              lineOf(Change->getBeginLoc(), Ctx) +
+              "): the shared loop cuts a new batch, which a reference to the list cannot hold; "
+              "assign the changed batch to a variable of its own" +
+              ByHand);
+    } else {
+      Result.ReferencesCopied.push_back(Reference);
     }
   }
   const SourceManager &SM = Ctx.getSourceManager();

@@ -10,6 +10,7 @@
 //     ... backward ...
 //   }
 //   for (int b = 0; b < batches; ++b) { auto x = X.narrow(0, b * size, size); ... }
+//   for (int b = 0; b < batches; ++b) { int64_t start = b * size; auto x = X.slice(0, start, start + size); }
 //   auto xs = X.split(size);  for (size_t b = 0; b < xs.size(); ++b) { auto x = xs[b]; ... }
 //
 // accel-data-loader shares such a loop as a prepared loader shares batches: the header runs
@@ -50,6 +51,13 @@ struct CountedBatchLoop {
   /// `t.narrow(0, start, length)`, `t.index({Slice(start, end), ...})` on a tensor, or take
   /// a batch made beforehand, `batches[b]` of a container of tensors.
   llvm::SmallVector<const clang::Expr *, 4> Cuts;
+  /// Integer variables declared in the body from the counter and read only by the cuts
+  /// (`int64_t start = i * batch_size;` then `X.slice(0, start, start + batch_size)`).
+  llvm::SmallVector<const clang::VarDecl *, 2> Offsets;
+  /// Variables declared as references that are not const which a cut initializes
+  /// (`auto& x = xs[b];`), which nothing in the loop changes: each becomes a copy, which can
+  /// hold the batch a shared cut makes (a tensor's copy shares its memory).
+  llvm::SmallVector<const clang::VarDecl *, 2> ReferencesCopied;
   /// The variables that size a batch: the step (`i += batch`) and what the condition adds to
   /// the counter (`i + batch <= n`), and those the cuts add to or
   /// multiply with the counter (`b * batch`, `i + batch`) or take as narrow's length. Like a

@@ -311,7 +311,9 @@ bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const De
     InHeaderOrCut =
         InHeaderOrCut || within(Ref, Loop->getInit(), SM) || within(Ref, Loop->getCond(), SM) ||
         within(Ref, Loop->getInc(), SM) ||
-        llvm::any_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); });
+        llvm::any_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); }) ||
+        llvm::any_of(Counted.Offsets,
+                     [&](const VarDecl *Offset) { return within(Ref, Offset->getInit(), SM); });
   });
   if (!Sizes || InHeaderOrCut) {
     return false;
@@ -436,6 +438,25 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
     Edits.push_back(insertionAt(Cut->getBeginLoc(), "accelerator.batch_rows("));
     Edits.push_back(
         insertionAt(Lexer::getLocForEndOfToken(Cut->getEndLoc(), 0, SM, Ctx.getLangOpts()), ")"));
+  }
+  // `auto& x = xs[b];` -> `auto x = accelerator.batch_rows(xs[b]);`
+  for (const VarDecl *Reference : Counted.ReferencesCopied) {
+    auto Sigil = Reference->getTypeSourceInfo()
+                     ->getTypeLoc()
+                     .getAsAdjusted<LValueReferenceTypeLoc>();
+    if (Sigil.isNull() || Sigil.getSigilLoc().isMacroID()) {
+      return llvm::SmallVector<Edit, 1>(); // written in a way this cannot edit: left as is
+    }
+    Edit Copy;
+    Copy.Range = CharSourceRange::getTokenRange(Sigil.getSigilLoc(), Sigil.getSigilLoc());
+    // `auto & x` keeps one space.
+    const char *After = SM.getCharacterData(Sigil.getSigilLoc()) + 1;
+    const char *Before = SM.getCharacterData(Sigil.getSigilLoc()) - 1;
+    if (*After == ' ' && *Before == ' ') {
+      Copy.Range = CharSourceRange::getCharRange(Sigil.getSigilLoc(),
+                                                 Sigil.getSigilLoc().getLocWithOffset(2));
+    }
+    Edits.push_back(Copy);
   }
   return Edits;
 }

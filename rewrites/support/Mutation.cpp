@@ -8,6 +8,7 @@
 #include "clang/AST/StmtCXX.h"
 
 #include <functional>
+#include <optional>
 
 using namespace clang;
 
@@ -41,6 +42,34 @@ const ParmVarDecl *parameterOf(const CallExpr *Call, const Expr *Arg) {
     }
   }
   return nullptr;
+}
+
+/// Whether an argument bound to Param may be changed, where Param belongs to a module call
+/// (`model(x)`, torch::nn::ModuleHolder::operator()): that call forwards its arguments to the
+/// module's forward, whose parameters say. Null when Param is no module call's.
+std::optional<bool> moduleCallChanges(const ParmVarDecl *Param) {
+  const auto *Call = dyn_cast<CXXMethodDecl>(Param->getDeclContext());
+  const auto *Holder =
+      Call ? dyn_cast<ClassTemplateSpecializationDecl>(Call->getParent()) : nullptr;
+  if (!Holder || !Call->isOverloadedOperator() ||
+      Call->getOverloadedOperator() != OO_Call ||
+      qualifiedName(Holder) != "torch::nn::ModuleHolder" || Holder->getTemplateArgs().size() < 1) {
+    return std::nullopt;
+  }
+  const CXXRecordDecl *Impl = Holder->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
+  if (!Impl || !Impl->hasDefinition()) {
+    return std::nullopt;
+  }
+  const unsigned Index = Param->getFunctionScopeIndex();
+  bool Found = false, Changes = false;
+  for (const CXXMethodDecl *Method : Impl->methods()) {
+    if (Method->getDeclName().isIdentifier() && Method->getName() == "forward" &&
+        Index < Method->getNumParams()) {
+      Found = true;
+      Changes = Changes || bindsForChange(Method->getParamDecl(Index)->getType());
+    }
+  }
+  return Found ? std::optional<bool>(Changes) : std::nullopt;
 }
 
 } // namespace
@@ -102,7 +131,10 @@ bool changesWhatItNames(const Expr *Named, ASTContext &Ctx) {
         return false;
       }
       const ParmVarDecl *Param = parameterOf(Call, E);
-      return Param ? bindsForChange(Param->getType()) : false;
+      if (!Param) {
+        return false;
+      }
+      return moduleCallChanges(Param).value_or(bindsForChange(Param->getType()));
     } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(Parent)) {
       const CXXConstructorDecl *Constructor = Construct->getConstructor();
       // std::optional takes its value by forwarding reference and copies it (a tensor

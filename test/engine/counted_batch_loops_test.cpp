@@ -133,6 +133,23 @@ TEST(CountedBatchLoops, ABatchTakenFromAListByTheCounterIsACut) {
   EXPECT_TRUE(Loop.BatchSizes.empty());
 }
 
+TEST(CountedBatchLoops, AnOffsetComputedFromTheCounterCutsLikeTheCounter) {
+  // `start = i * batch` read only by the cuts: the cuts are shared, start is an offset, and
+  // batch sizes the batches (in start's initializer and in the cuts).
+  auto AST = accel::test::parseSnippet(program("  const int64_t batches = n / batch;\n", R"cpp(
+  for (int64_t i = 0; i < batches; ++i) {
+    const int64_t start = i * batch;
+    auto x = inputs.slice(0, start, start + batch);
+)cpp" + std::string(Step)));
+  ASSERT_TRUE(AST);
+  const CountedBatchLoop &Loop = loopOfI(*AST);
+  EXPECT_TRUE(Loop.shareable()) << Loop.Problem;
+  EXPECT_EQ(cutTexts(*AST, Loop), (std::vector<std::string>{"inputs.slice(0, start, start + batch)"}));
+  ASSERT_EQ(Loop.Offsets.size(), 1u);
+  EXPECT_EQ(Loop.Offsets.front()->getNameAsString(), "start");
+  EXPECT_EQ(batchSizeNames(Loop), (std::vector<std::string>{"batch"}));
+}
+
 /// The problem of the loop in `Loop` (after `Setup`), which must be a counted loop.
 std::string problemOf(const std::string &Setup, const std::string &Loop) {
   auto AST = accel::test::parseSnippet(program(Setup, Loop + Step));
@@ -158,6 +175,32 @@ TEST(CountedBatchLoops, WhatWouldChangeTheLoopsMeaningIsSaid) {
     i += batch;
 )cpp")
                 .find("uses 'i' for something else too"),
+            std::string::npos);
+  // An offset computed from the counter, used for something else too, or changed.
+  EXPECT_NE(problemOf("", R"cpp(
+  for (int64_t i = 0; i < n / batch; ++i) {
+    int64_t start = i * batch;
+    std::cout << start << "\n";
+    auto x = inputs.slice(0, start, start + batch);
+)cpp")
+                .find("uses 'start', computed from 'i', for something else too (line "),
+            std::string::npos);
+  EXPECT_NE(problemOf("", R"cpp(
+  for (int64_t i = 0; i < n / batch; ++i) {
+    int64_t start = i * batch;
+    start += 1;
+    auto x = inputs.slice(0, start, start + batch);
+)cpp")
+                .find("uses 'start', computed from 'i', for something else too"),
+            std::string::npos);
+  // A batch taken from a list by a reference that the loop reassigns.
+  EXPECT_NE(problemOf("  std::vector<torch::Tensor> list = inputs.split(2);\n", R"cpp(
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto& x = list[i];
+    x = x * 2;
+)cpp")
+                .find("takes its batch by a reference that is not const ('x'), and changes "
+                      "what it names (line "),
             std::string::npos);
   EXPECT_NE(problemOf("", R"cpp(
   for (int64_t i = 0; i < n; i += batch) {

@@ -179,6 +179,29 @@ void counted_batches(torch::nn::Linear &model, torch::optim::Optimizer &optimize
       // CHECK-FIXES: {{^}}      accelerator.backward((model(x) - accelerator.batch_rows(target_batches[b])).pow(2).mean());
       optimizer.step();
     }
+    // Taken by a reference that is not const: the shared cut is a new tensor, so the reference
+    // becomes a copy (which shares the list's memory; nothing reassigns it).
+    for (size_t b = 0; b < input_batches.size(); ++b) {
+      // CHECK-FIXES: {{^}}    for (size_t b : accelerator.batch_range(0, input_batches.size())) {
+      auto& x = input_batches[b];
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(input_batches[b]);
+      torch::Tensor & y = target_batches[b];
+      // CHECK-FIXES: {{^}}      torch::Tensor y = accelerator.batch_rows(target_batches[b]);
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
+    // The batch's first row computed from the counter into a local, as d2l-style code does:
+    // the local is read only by the cuts, which are shared.
+    for (int64_t i = 0; i < steps; ++i) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, steps)) {
+      const int64_t start = i * batch;
+      auto x = inputs.slice(0, start, start + batch);
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(inputs.slice(0, start, start + batch));
+      optimizer.zero_grad();
+      model(x).sum().backward();
+      optimizer.step();
+    }
     for (int64_t row = 0; row < n; ++row) {
       // CHECK-FIXES: {{^}}    for (int64_t row = 0; row < n; ++row) {
       optimizer.zero_grad();
