@@ -86,8 +86,8 @@ bool isZero(const Expr *E, const ASTContext &Ctx) {
 
 /// The expression that cuts a batch's rows with the counter Ref names: Ref is inside the start
 /// or end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index
-/// of `t.index({Slice(start, end), ...})`, or is the index of `batches[b]` that gives a tensor
-/// (a vector of batches made beforehand), through arithmetic, std::min and std::max and
+/// of `t.index({Slice(start, end), ...})`, or is the index of `batches[b]` that gives a batch
+/// (isBatchType: a vector of batches made beforehand), through arithmetic, std::min and std::max and
 /// casts only. Null when Ref is used another way; then, where Ref is inside the initializer
 /// of an integer variable the same way (`int64_t start = i * batch_size;`), that variable is
 /// Offset.
@@ -119,10 +119,11 @@ const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx, const VarDecl **Offse
     }
     if (const auto *Subscript = dyn_cast<CXXOperatorCallExpr>(Parent);
         Subscript && Subscript->getOperator() == OO_Subscript) {
-      // A tensor's own operator[] picks one sample, not a batch.
+      // A tensor's own operator[] picks one sample, not a batch. A list's element is a batch
+      // of one tensor or of several (a pair, a tuple, an Example: batch_rows cuts each).
       const Expr *Object = Subscript->getArg(0)->IgnoreParenImpCasts();
       return !InSlice && Subscript->getNumArgs() == 2 && Subscript->getArg(1) == Current &&
-                     isTensorType(Subscript->getType()) && !isTensorType(Object->getType())
+                     isBatchType(Subscript->getType()) && !isTensorType(Object->getType())
                  ? Subscript
                  : nullptr;
     }

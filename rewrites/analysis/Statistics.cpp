@@ -6,6 +6,7 @@
 #include "analysis/CountedBatchLoops.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 #include "support/Mutation.h"
 
 #include "clang/AST/ExprCXX.h"
@@ -105,12 +106,18 @@ bool declaredInsideShardedLoop(const VarDecl *Var, ASTContext &Ctx) {
 /// the loop, `x = x / n` is where x is combined.)
 bool insideOwnUpdate(const DeclRefExpr *Ref, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
-    const auto *Assign = Ancestor.get<BinaryOperator>();
-    const auto *Target = Assign && Assign->isAssignmentOp()
-                             ? dyn_cast<DeclRefExpr>(Assign->getLHS()->IgnoreParenImpCasts())
-                             : nullptr;
+    // `x = x + v` on a number, or on a tensor (an operator call).
+    const Expr *Left = nullptr;
+    if (const auto *Assign = Ancestor.get<BinaryOperator>(); Assign && Assign->isAssignmentOp()) {
+      Left = Assign->getLHS();
+    } else if (const auto *Operator = Ancestor.get<CXXOperatorCallExpr>();
+               Operator && Operator->isAssignmentOp() && Operator->getNumArgs() == 2) {
+      Left = Operator->getArg(0);
+    }
+    const auto *Target = Left ? dyn_cast<DeclRefExpr>(Left->IgnoreImplicit()->IgnoreParens())
+                              : nullptr;
     if (Target && Target->getDecl() == Ref->getDecl()) {
-      return insideShardedLoop(Assign, Ctx);
+      return insideShardedLoop(Ancestor.get<Stmt>(), Ctx);
     }
   }
   return false;
@@ -252,7 +259,8 @@ std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &
       if (const Expr *Added = addedTo(Var, Value)) {
         return Write{Write::Add, S, Added};
       }
-      return Write{Write::Other, S, nullptr};
+      // `t = torch::cat({t, loss.view({1})})`: computed, from what it assigns.
+      return Write{Write::Other, S, Value};
     default:
       // Scaled in place (`epoch_loss /= batches`): accel-reduce combines a tensor where it is
       // read, not there, so such a statistic is unclear.
@@ -266,9 +274,15 @@ std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &
     return std::nullopt;
   }
   if (Callee->getName() == "add_" && Method->getNumArgs() >= 1) {
-    return Write{Write::Add, S, Method->getArg(0)};
+    // `t.add_(loss, n)` adds loss times n, which the value alone does not tell.
+    const bool Scaled = Method->getNumArgs() >= 2 && !isa<CXXDefaultArgExpr>(Method->getArg(1));
+    return Write{Scaled ? Write::Other : Write::Add, S, Scaled ? Method : Method->getArg(0)};
   }
-  return Write{Callee->getName() == "zero_" ? Write::Reset : Write::Other, S, nullptr};
+  if (Callee->getName() == "zero_") {
+    return Write{Write::Reset, S, nullptr};
+  }
+  // Changed in place another way (`confusion.index_put_(..., true)`): computed, from the call.
+  return Write{Write::Other, S, Method};
 }
 
 /// The condition of an `if` (or `?:`, or a nested `while`) around S inside the sharded loop
@@ -922,6 +936,278 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   default:
     return false; // one sample's value (`x[0].item()`): the main process prints its own
   }
+}
+
+namespace {
+
+/// Whether Use, naming a tensor, is the target of a change of its values or of the variable:
+/// the object of an in-place method (`t.add_(v)`, `t.index_put_(...)`, through views such as
+/// `t[0]` or `t.select(...)`), or the left side of an assignment (`t[0] += v`, `t = ...`).
+bool changesTensor(const DeclRefExpr *Use, ASTContext &Ctx) {
+  const Expr *Current = Use;
+  for (int Depth = 0; Depth < 16; ++Depth) {
+    auto Parents = Ctx.getParents(*Current);
+    const auto *Parent = Parents.empty() ? nullptr : Parents[0].get<Expr>();
+    if (!Parent) {
+      return false;
+    }
+    if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Parent)) {
+      if (Operator->getNumArgs() == 0 ||
+          Operator->getArg(0)->IgnoreImplicit() != Current->IgnoreImplicit()) {
+        return false;
+      }
+      if (Operator->isAssignmentOp()) {
+        return true;
+      }
+      if (Operator->getOperator() != OO_Subscript) {
+        return false;
+      }
+    } else if (const auto *Member = dyn_cast<MemberExpr>(Parent)) {
+      const auto *Method = dyn_cast<CXXMethodDecl>(Member->getMemberDecl());
+      if (!Method || !Method->getDeclName().isIdentifier()) {
+        return false;
+      }
+      llvm::StringRef Name = Method->getName();
+      if (Name.ends_with("_")) {
+        return true;
+      }
+      // A view keeps writing into the tensor; anything else reads it.
+      if (Name != "select" && Name != "narrow" && Name != "slice" && Name != "index" &&
+          Name != "view" && Name != "squeeze" && Name != "unsqueeze" && Name != "flatten") {
+        return false;
+      }
+    } else if (!isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+                    CXXMemberCallExpr>(Parent)) {
+      return false;
+    }
+    Current = Parent;
+  }
+  return false;
+}
+
+/// The statement Use is part of: the outermost expression around it (an expression
+/// statement, a declaration's initializer).
+const Stmt *statementAround(const Stmt *Use, ASTContext &Ctx) {
+  const Stmt *Current = Use;
+  while (true) {
+    auto Parents = Ctx.getParents(*Current);
+    const auto *Parent = Parents.empty() ? nullptr : Parents[0].get<Expr>();
+    if (!Parent) {
+      return Current;
+    }
+    Current = Parent;
+  }
+}
+
+/// The lambda whose body holds S (inside its function), or null.
+const LambdaExpr *lambdaAround(const Stmt *S, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*S);
+  for (int Depth = 0; Depth < 256; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    if (const auto *Lambda = Parents[0].get<LambdaExpr>()) {
+      return Lambda;
+    }
+    // A lambda's body hangs under its call operator, which hangs under its class: go on
+    // through those to the lambda; stop at any other function.
+    const auto *Method = Parents[0].get<CXXMethodDecl>();
+    const auto *Class = Parents[0].get<CXXRecordDecl>();
+    if ((Parents[0].get<FunctionDecl>() && !(Method && Method->getParent()->isLambda())) ||
+        (Parents[0].get<Decl>() && !Method && !(Class && Class->isLambda()))) {
+      return nullptr;
+    }
+    Current = Parents[0];
+  }
+  return nullptr;
+}
+
+/// The lambda whose body holds S, if that lambda is a local variable's value called inside a
+/// sharded loop (`auto record = [&](...) { ... };` then `record(...)` per batch): the call.
+const Stmt *shardedCallOfLambdaAround(const Stmt *S, const Stmt *FunctionBody, ASTContext &Ctx) {
+  const LambdaExpr *Lambda = lambdaAround(S, Ctx);
+  auto Parents = Lambda ? Ctx.getParents(*Lambda) : DynTypedNodeList(DynTypedNode());
+  const VarDecl *Holder = nullptr;
+  for (int Depth = 0; Lambda && Depth < 4 && !Parents.empty(); ++Depth) {
+    if ((Holder = Parents[0].get<VarDecl>())) {
+      break;
+    }
+    Parents = Ctx.getParents(Parents[0]);
+  }
+  const Stmt *Call = nullptr;
+  if (Holder) {
+    forEachStmt(FunctionBody, [&](const Stmt *Node) {
+      const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Node);
+      if (!Call && Operator && Operator->getOperator() == OO_Call && Operator->getNumArgs() > 0 &&
+          namedVar(Operator->getArg(0)) == Holder && insideShardedLoop(Operator, Ctx)) {
+        Call = Operator;
+      }
+    });
+  }
+  return Call;
+}
+
+/// Whether Var is a running statistic classifyStatisticRead judges: a local number, or a
+/// local tensor that starts as a constant.
+bool judgedAsStatistic(const VarDecl *Var, ASTContext &Ctx) {
+  QualType Type = Var->getType();
+  if (!Var->isLocalVarDecl() || Var->isStaticLocal() || Type->isReferenceType() ||
+      Type->isBooleanType() || Type.isConstQualified()) {
+    return false;
+  }
+  if (isTensorVar(Var)) {
+    return Var->hasInit() && isConstantTensor(Var->getInit(), Ctx);
+  }
+  return Type->isIntegerType() || Type->isRealFloatingType();
+}
+
+/// Whether Use is the target of one of Writes (which classifyStatisticRead judges), outside a
+/// lambda.
+bool isJudgedWrite(const DeclRefExpr *Use, llvm::ArrayRef<Write> Writes, ASTContext &Ctx) {
+  if (lambdaAround(Use, Ctx)) {
+    return false;
+  }
+  auto Named = [&](const Expr *Target) { return Target && Target->IgnoreImplicit() == Use; };
+  return llvm::any_of(Writes, [&](const Write &W) {
+    if (const auto *Compound = dyn_cast<BinaryOperator>(W.At)) {
+      return Named(Compound->getLHS()->IgnoreParens());
+    }
+    if (const auto *Unary = dyn_cast<UnaryOperator>(W.At)) {
+      return Named(Unary->getSubExpr()->IgnoreParens());
+    }
+    if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(W.At)) {
+      return Operator->getNumArgs() > 0 && Named(Operator->getArg(0));
+    }
+    const auto *Method = dyn_cast<CXXMemberCallExpr>(W.At);
+    return Method && Named(Method->getImplicitObjectArgument());
+  });
+}
+
+} // namespace
+
+namespace {
+
+/// Whether Var can hold a statistic: not a stream (std::cout changes with every print) nor
+/// the standard library's; not a model, an optimizer or another LibTorch object, which
+/// change every step alike on every process (the gradients are synchronised).
+bool mayHoldStatistic(const VarDecl *Var) {
+  QualType Type = Var->getType();
+  if (isa<ParmVarDecl>(Var) || Var->isInStdNamespace() ||
+      isClassOrDerived(Type, "std::basic_ios") || isModelType(Type) ||
+      isOptimizerOrPointerTo(Type) || isSchedulerType(Type) || isAcceleratorType(Type) ||
+      !smartPointee(Type).isNull()) {
+    return false;
+  }
+  const CXXRecordDecl *Record = recordOf(Type);
+  if (!Record || isTensorVar(Var)) {
+    return true;
+  }
+  llvm::StringRef Name = Record->getQualifiedNameAsString();
+  return !Name.starts_with("torch::") && !Name.starts_with("at::") && !Name.starts_with("c10::");
+}
+
+/// A use of Var (other than Except) that changes it from this process's batches where
+/// accel-reduce does not follow (printsValueChangedFromBatches), or null.
+const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except,
+                                     ASTContext &Ctx) {
+  // Where it can change: its function for a local, every function of the main file for a
+  // global or a static.
+  llvm::SmallVector<const FunctionDecl *, 8> Scopes;
+  if (Var->isLocalVarDecl() && !Var->isStaticLocal()) {
+    if (const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext())) {
+      Scopes.push_back(Function);
+    }
+  } else {
+    const SourceManager &SM = Ctx.getSourceManager();
+    for (const Decl *D : Ctx.getTranslationUnitDecl()->decls()) {
+      const auto *Function = D->getAsFunction();
+      if (Function && Function->hasBody() && SM.isWrittenInMainFile(Function->getLocation())) {
+        Scopes.push_back(Function);
+      }
+    }
+  }
+  const bool Tensor = isTensorVar(Var);
+  // The writes classifyStatisticRead judges (and combines, or warns about) are its own.
+  std::vector<Write> Judged;
+  if (judgedAsStatistic(Var, Ctx)) {
+    Judged = writesOf(Var, cast<FunctionDecl>(Var->getDeclContext()), Ctx);
+  }
+  const DeclRefExpr *Change = nullptr;
+  for (const FunctionDecl *Function : Scopes) {
+    const Stmt *Body = Function->getBody();
+    forEachStmt(Body, [&](const Stmt *S) {
+      const auto *Use = dyn_cast<DeclRefExpr>(S);
+      if (Change || !Use || Use->getDecl() != Var || Use == Except ||
+          !(changesWhatItNames(Use, Ctx) || (Tensor && changesTensor(Use, Ctx))) ||
+          isJudgedWrite(Use, Judged, Ctx)) {
+        return;
+      }
+      const Stmt *Call = insideShardedLoop(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
+      if (!Call) {
+        return;
+      }
+      const Stmt *Around = statementAround(Use, Ctx);
+      // A loop's range (`for (auto &[x, y] : pairs)`) is iterated, not changed from batches.
+      auto Holders = Ctx.getParents(*Around);
+      if (const auto *Holder = Holders.empty() ? nullptr : Holders[0].get<VarDecl>();
+          Holder && Holder->isImplicit()) {
+        return;
+      }
+      // Already said where the value is stored (`meter.update(loss.item<double>(), n)`).
+      for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Use), Ctx)) {
+        const Stmt *Store = Ancestor.get<Stmt>();
+        std::string Holder;
+        if (Store && (isa<CXXMemberCallExpr>(Store) || isa<BinaryOperator>(Store)) &&
+            storesBatchValue(Store, Ctx, Holder)) {
+          return;
+        }
+        if (Store == Around) {
+          break;
+        }
+      }
+      const auto *Statement = dyn_cast<Expr>(Around);
+      const Expr *Condition = conditionInShardedLoop(Call, Ctx);
+      if ((Statement && (mentionsTensor(Statement) || computedFromTensors(Statement, Body))) ||
+          (Condition && computedFromTensors(Condition, Body))) {
+        Change = Use;
+      }
+    });
+  }
+  return Change;
+}
+
+} // namespace
+
+bool printsValueChangedFromBatches(const DeclRefExpr *Ref, ASTContext &Ctx, const Stmt *&Change) {
+  Change = nullptr;
+  const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+  if (!Var || !mayHoldStatistic(Var) || insideOwnUpdate(Ref, Ctx) ||
+      !printedUncombined(Ref, Ctx, false)) {
+    return false;
+  }
+  // Inside a printed value of the batch that accel-reduce combines or warns about already
+  // (`loss.item<double>()` of the last batch's loss).
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
+    const auto *Item = Ancestor.get<CXXMemberCallExpr>();
+    std::string Op;
+    bool Unclear = false;
+    if (Item && printsBatchValue(Item, Ctx, Op, &Unclear) && (!Op.empty() || Unclear)) {
+      return false;
+    }
+  }
+  Change = changeFromBatches(Var, Ref, Ctx);
+  // Or a local made after the loop from such a value (`auto all = torch::cat(per_sample);`).
+  if (!Change && Var->isLocalVarDecl() && !Var->isCXXForRangeDecl() && Var->getInit()) {
+    forEachStmt(Var->getInit(), [&](const Stmt *S) {
+      const auto *Source = dyn_cast<DeclRefExpr>(S);
+      const auto *From = Source ? dyn_cast<VarDecl>(Source->getDecl()) : nullptr;
+      if (!Change && From && From != Var && !From->isImplicit() && mayHoldStatistic(From)) {
+        Change = changeFromBatches(From, nullptr, Ctx);
+      }
+    });
+  }
+  return Change != nullptr;
 }
 
 } // namespace accel::rewrites

@@ -85,4 +85,12 @@ bool printsBatchValueCopy(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
 /// Holder is set to the object's or field's name.
 bool storesBatchValue(const clang::Stmt *S, clang::ASTContext &Ctx, std::string &Holder);
 
+/// The safety net under the forms above: Ref, printed and not combined, names a variable
+/// (of any type, a global too) that the sharded loop, or a lambda called in it, changes with
+/// this process's batches in a way the analyses above do not follow (`counts[label] += 1`,
+/// `t = torch::cat({t, loss})`, `confusion.index_put_(...)`, a helper's reference parameter).
+/// Printed, it is this process's share. Change is set to the first such change.
+bool printsValueChangedFromBatches(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
+                                   const clang::Stmt *&Change);
+
 } // namespace accel::rewrites

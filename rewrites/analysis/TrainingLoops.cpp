@@ -198,37 +198,6 @@ bool receivesUnshardedLoaderToo(const VarDecl *Var, ASTContext &Ctx) {
 
 namespace {
 
-/// A batch a program can make itself that prepare_batches can share and move: a tensor, an
-/// Example of tensors, a pair or tuple of tensors, a vector of tensors.
-bool isBatchType(QualType Type) {
-  Type = Type.getNonReferenceType().getCanonicalType().getUnqualifiedType();
-  if (isClassOrDerived(Type, "at::Tensor")) {
-    return true;
-  }
-  const auto *Record = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
-  if (!Record) {
-    return false;
-  }
-  const std::string Name = qualifiedName(Record);
-  const TemplateArgumentList &Args = Record->getTemplateArgs();
-  auto AllTensors = [&](llvm::ArrayRef<TemplateArgument> List) {
-    return !List.empty() && llvm::all_of(List, [&](const TemplateArgument &Arg) {
-      return Arg.getKind() == TemplateArgument::Type &&
-             isClassOrDerived(Arg.getAsType(), "at::Tensor");
-    });
-  };
-  if (Name == "torch::data::Example" || Name == "std::pair") {
-    return AllTensors(Args.asArray());
-  }
-  if (Name == "std::tuple" && Args.size() == 1 && Args[0].getKind() == TemplateArgument::Pack) {
-    return AllTensors(Args[0].getPackAsArray());
-  }
-  if (Name == "std::vector" && Args.size() >= 1 && Args[0].getKind() == TemplateArgument::Type) {
-    return isClassOrDerived(Args[0].getAsType(), "at::Tensor");
-  }
-  return false;
-}
-
 /// std::vector<Batch> of a batch type.
 bool isBatchListType(QualType Type) {
   const auto *Record = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));

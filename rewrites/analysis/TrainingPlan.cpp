@@ -140,7 +140,7 @@ std::string sequenceFirstProblem(llvm::StringRef How, const VarDecl *Model) {
 }
 
 /// The list a counted for-loop takes its batches from by its counter (`batches[i]` of a
-/// vector of pairs or examples), by name; "" when there is none.
+/// vector of structs of the program's own), by name; "" when there is none.
 std::string listTakenByCounter(const Stmt *Loop) {
   const auto *For = dyn_cast<ForStmt>(Loop);
   const auto *Init = For ? dyn_cast_or_null<DeclStmt>(For->getInit()) : nullptr;
@@ -449,10 +449,11 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
         Nearest ? "'" + sourceText(Nearest->getRangeInit(), Ctx) + "'" : "a loop over no loader";
     if (std::string Listed = Nearest ? "" : listTakenByCounter(Plan.Unit); !Listed.empty()) {
       Problem("the batches " + Where + " are taken from '" + Listed +
-              "' by the loop's counter, which accel-rewrite shares only for a list of tensors "
-              "(a batch taken as accelerator.batch_rows(list[i])): every process would train "
-              "on all of it; iterate the list by name, `for (auto &batch : " +
-              Listed + ")` (accelerator.prepare_batches shards it), and run accel-rewrite again");
+              "' by the loop's counter, which accel-rewrite shares only for a list of batches "
+              "of tensors (a tensor, or a pair, tuple, torch::data::Example or vector of "
+              "tensors, taken as accelerator.batch_rows(list[i])): every process would train "
+              "on all of it; give each process its part by hand (accelerator.process_index(), "
+              "accelerator.num_processes())");
       return;
     }
     if (std::string Walked = Nearest ? "" : loaderWalkedByIterators(Plan.Unit, Ctx);

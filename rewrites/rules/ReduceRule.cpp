@@ -71,6 +71,12 @@ AST_MATCHER(Stmt, onSomeProcesses) {
          underConditionThatDiffers(&Node, Finder->getASTContext());
 }
 
+AST_MATCHER(DeclRefExpr, printsChangedFromBatches) {
+  const Stmt *Change = nullptr;
+  return printsValueChangedFromBatches(&Node, Finder->getASTContext(), Change) &&
+         !inInstantiatedPattern(&Node, Finder->getASTContext());
+}
+
 AST_MATCHER(DeclRefExpr, readsStatistic) {
   std::string Op;
   return readsRunningStatistic(&Node, Finder->getASTContext(), Op);
@@ -275,9 +281,31 @@ Rule makeReduceRule() {
                "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
                Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
       }));
+  // The safety net: a printed value that the loop changes from this process's batches in a
+  // way none of the rules above follows is said to be this process's share.
+  auto ChangedFromBatches = makeRule(
+      declRefExpr(inUserCode(), printsChangedFromBatches()).bind("read"), noEdits(),
+      finding(Finding::Warning, "read", [](const MatchResult &Match) {
+        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
+        const Stmt *Change = nullptr;
+        printsValueChangedFromBatches(Ref, *Match.Context, Change);
+        const std::string Name = Ref->getDecl()->getNameAsString();
+        const auto *Source = cast<DeclRefExpr>(Change)->getDecl();
+        const std::string Subject =
+            Source == Ref->getDecl()
+                ? "'" + Name + "' is changed"
+                : "'" + Name + "' is made from '" + Source->getNameAsString() + "', which is changed";
+        return Subject + " from this process's batches (line " +
+               std::to_string(Match.SourceManager->getExpansionLineNumber(Change->getBeginLoc())) +
+               ") in a way accel-reduce does not follow, so what is printed here is this "
+               "process's share only; combine it with accelerator.reduce(value, \"sum\") (counts "
+               "and per-sample sums) or \"mean\" (sums of per-batch means) by hand, or keep it "
+               "as a plain local running sum (`total += loss.item<double>() * n;`), which "
+               "accel-reduce combines";
+      }));
   return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, PrintedCopyRule, ReadRule,
                               RescaleRule, UnclearRead, UnclearPrint, UnclearRescale, Stored,
-                              WithoutAccelerator});
+                              WithoutAccelerator, ChangedFromBatches});
 }
 
 } // namespace accel::rewrites

@@ -47,6 +47,35 @@ bool isTensorType(QualType Type) {
   return Record &&
          (qualifiedName(Record) == "at::Tensor" || qualifiedName(Record) == "at::TensorBase");
 }
+bool isBatchType(QualType Type) {
+  Type = Type.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  if (isClassOrDerived(Type, "at::Tensor")) {
+    return true;
+  }
+  const auto *Record = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
+  if (!Record) {
+    return false;
+  }
+  const std::string Name = qualifiedName(Record);
+  const TemplateArgumentList &Args = Record->getTemplateArgs();
+  auto AllTensors = [&](llvm::ArrayRef<TemplateArgument> List) {
+    return !List.empty() && llvm::all_of(List, [&](const TemplateArgument &Arg) {
+      return Arg.getKind() == TemplateArgument::Type &&
+             isClassOrDerived(Arg.getAsType(), "at::Tensor");
+    });
+  };
+  if (Name == "torch::data::Example" || Name == "std::pair") {
+    return AllTensors(Args.asArray());
+  }
+  if (Name == "std::tuple" && Args.size() == 1 && Args[0].getKind() == TemplateArgument::Pack) {
+    return AllTensors(Args[0].getPackAsArray());
+  }
+  if (Name == "std::vector" && Args.size() >= 1 && Args[0].getKind() == TemplateArgument::Type) {
+    return isClassOrDerived(Args[0].getAsType(), "at::Tensor");
+  }
+  return false;
+}
+
 bool isDeviceType(QualType Type) { return isClassOrDerived(Type, "c10::Device"); }
 bool isDeviceTypeEnum(QualType Type) { return isEnum(Type, "c10::DeviceType"); }
 bool isScalarTypeEnum(QualType Type) { return isEnum(Type, "c10::ScalarType"); }

@@ -25,6 +25,14 @@ bool bindsForChange(QualType Type) {
   return Type->isPointerType() && !Type->getPointeeType().isConstQualified();
 }
 
+/// std::vector, std::array or std::deque: an element taken by [] changes nothing (a map's []
+/// inserts the key).
+bool isSequenceContainer(QualType Type) {
+  const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
+  const std::string Name = Record ? qualifiedName(Record) : "";
+  return Name == "std::vector" || Name == "std::array" || Name == "std::deque";
+}
+
 /// The parameter Arg (an argument of Call) binds to, or null (a variadic argument).
 const ParmVarDecl *parameterOf(const CallExpr *Call, const Expr *Arg) {
   const FunctionDecl *Callee = Call->getDirectCallee();
@@ -120,8 +128,10 @@ bool changesWhatItNames(const Expr *Named, ASTContext &Ctx) {
       const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Call);
       if (Operator && Callee && isa<CXXMethodDecl>(Callee) && Call->getNumArgs() > 0 &&
           Call->getArg(0) == E) {
-        // `model->weight`, `*holder`: what is done with the object reached says.
-        if (Operator->getOperator() == OO_Arrow || Operator->getOperator() == OO_Star) {
+        // `model->weight`, `*holder`, a vector's element `list[i]` (whose operator[] is not
+        // const but changes nothing): what is done with the object reached says.
+        if (Operator->getOperator() == OO_Arrow || Operator->getOperator() == OO_Star ||
+            (Operator->getOperator() == OO_Subscript && isSequenceContainer(E->getType()))) {
           E = Parent;
           continue;
         }

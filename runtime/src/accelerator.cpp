@@ -446,20 +446,30 @@ void Accelerator::prepare_scheduler(torch::optim::LRScheduler &scheduler) {
 }
 
 torch::Tensor Accelerator::batch_rows(const torch::Tensor &batch) {
-  auto &context = *runtime_->prepared.loader_context;
-  if (!context.split_batches || context.world_size == 1) {
+  if (batch.dim() == 0) {
     return batch;
   }
+  const int64_t rows = batch.size(0);
+  const std::pair<int64_t, int64_t> range = rows_of_this_process(rows);
+  return range.first == 0 && range.second == rows ? batch
+                                                   : batch.slice(0, range.first, range.second);
+}
+
+std::pair<int64_t, int64_t> Accelerator::rows_of_this_process(int64_t rows) {
+  auto &context = *runtime_->prepared.loader_context;
+  if (!context.split_batches || context.world_size == 1) {
+    return {0, rows};
+  }
   bool repeated = false;
-  auto rows = detail::rows_of_process(batch, context.rank, context.world_size, repeated);
+  auto range = detail::row_range_of_process(rows, context.rank, context.world_size, repeated);
   if (repeated && !context.noted_repeated_iterations) {
     context.noted_repeated_iterations = true;
     std::cerr << "accel: note: process " << context.rank << " got no row of a batch of "
-              << batch.size(0) << " rows split among " << context.world_size
+              << rows << " rows split among " << context.world_size
               << " processes (split_batches) and computes on one row again; a data set size "
                  "that is a multiple of the batch size avoids such a last batch.\n";
   }
-  return rows;
+  return range;
 }
 
 std::shared_ptr<detail::LoaderContext> Accelerator::loader_context() {

@@ -140,19 +140,30 @@ std::vector<int64_t> plan_iterations(int64_t iterations, int rank, int world_siz
   return picks;
 }
 
-torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_size,
-                              bool &repeated) {
+std::pair<int64_t, int64_t> row_range_of_process(int64_t rows, int rank, int world_size,
+                                                 bool &repeated) {
   repeated = false;
-  const int64_t rows = batch.dim() > 0 ? batch.size(0) : 0;
   if (world_size == 1 || rows == 0) {
-    return batch;
+    return {0, rows};
   }
   const int64_t begin = rank * rows / world_size, end = (rank + 1) * rows / world_size;
   if (begin == end) {
     repeated = true;
-    return batch.slice(0, rank % rows, rank % rows + 1);
+    return {rank % rows, rank % rows + 1};
   }
-  return batch.slice(0, begin, end);
+  return {begin, end};
+}
+
+torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_size,
+                              bool &repeated) {
+  repeated = false;
+  if (batch.dim() == 0) {
+    return batch;
+  }
+  const auto range = row_range_of_process(batch.size(0), rank, world_size, repeated);
+  return range.first == 0 && range.second == batch.size(0)
+             ? batch
+             : batch.slice(0, range.first, range.second);
 }
 
 } // namespace accelerate::detail

@@ -26,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 using Data = torch::data::datasets::TensorDataset;
 using Stack = torch::data::transforms::Stack<torch::data::TensorExample>;
@@ -231,7 +232,9 @@ void long_form_sums() {
     loss.backward();
     sgd.step();
     running_loss = running_loss + loss.item<float>();
+    // CHECK-FIXES: {{^}}    running_loss = running_loss + loss.item<float>();
     total = loss.detach() + total;
+    // CHECK-FIXES: {{^}}    total = loss.detach() + total;
     std::printf("%.4f\n", running_loss / (batch_idx + 1));
     // CHECK-FIXES: {{^}}    accelerator.printf("%.4f\n", accelerator.reduce(running_loss, "mean") / (batch_idx + 1));
     batch_idx++;
@@ -560,6 +563,59 @@ void printed_forms() {
   }
 }
 
+// The safety net: values the loop changes from this process's batches in ways no rule above
+// follows (a count per class in a container, an element of a tensor, a helper's reference
+// parameter, a lambda called per batch, a list concatenated, a global) are printed as they
+// are, each with a warning. The model's weights, changed every step alike, are not.
+int64_t g_seen = 0;
+void add_into(double &sum, double value) { sum += value; }
+void changed_where_not_followed() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  std::vector<int64_t> per_class(2, 0);
+  torch::Tensor stats = torch::zeros({2});
+  torch::Tensor confusion = torch::zeros({2, 2});
+  torch::Tensor weighted = torch::zeros({});
+  std::vector<torch::Tensor> kept;
+  double by_helper = 0, by_lambda = 0;
+  auto record = [&](const torch::Tensor &loss) { by_lambda += loss.item<double>(); };
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto out = net(b.data);
+    auto loss = out.pow(2).mean();
+    loss.backward();
+    sgd.step();
+    per_class[out.argmax(1)[0].item<int64_t>()] += 1;
+    stats[0] += loss.detach() * b.data.size(0);
+    confusion.index_put_({out.argmax(1), out.argmin(1)}, torch::ones({4}), true);
+    weighted.add_(loss.detach(), b.data.size(0));
+    kept.push_back(loss.detach());
+    add_into(by_helper, loss.item<double>());
+    record(loss);
+    g_seen += b.data.size(0);
+  }
+  std::printf("%lld\n", static_cast<long long>(per_class[0]));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'per_class' is changed from this process's batches (line {{[0-9]+}}) in a way accel-reduce does not follow, so what is printed here is this process's share only; combine it with accelerator.reduce(value, "sum") (counts and per-sample sums) or "mean" (sums of per-batch means) by hand, or keep it as a plain local running sum (`total += loss.item<double>() * n;`), which accel-reduce combines [accel-reduce]
+  std::cout << stats << '\n';
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:16: warning: 'stats' is changed from this process's batches {{.*}} [accel-reduce]
+  std::cout << confusion << '\n';
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:16: warning: 'confusion' is kept over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow {{.*}} [accel-reduce]
+  std::cout << weighted << '\n';
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:16: warning: 'weighted' is kept over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow {{.*}} [accel-reduce]
+  auto all = torch::stack(kept);
+  std::cout << all << '\n';
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:16: warning: 'all' is made from 'kept', which is changed from this process's batches (line {{[0-9]+}}) {{.*}} [accel-reduce]
+  std::printf("%.4f\n", by_helper);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'by_helper' is changed from this process's batches {{.*}} [accel-reduce]
+  std::printf("%.4f\n", by_lambda);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'by_lambda' is changed from this process's batches {{.*}} [accel-reduce]
+  std::printf("%lld\n", static_cast<long long>(g_seen));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:48: warning: 'g_seen' is changed from this process's batches {{.*}} [accel-reduce]
+  std::cout << net->weight << '\n';
+  // CHECK-FIXES: {{^}}  accelerator.print() << net->weight << '\n';
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -627,4 +683,5 @@ int main() {
   // CHECK-FIXES: accelerator.printf("eval %.4f epoch %.4f\n", eval_loss, train_epoch(accelerator, model, *loader, optimizer));
   printed_forms();
   sums_by_the_callers_criterion();
+  changed_where_not_followed();
 }

@@ -116,18 +116,37 @@ void compare_models() {
   // CHECK-FIXES: fit_pair(accelerator, second, second_optimizer, *loader);
 }
 
-// Pairs taken from a list by the counter: only a list of tensors is shared that way; declined,
-// with the range-for to write instead.
+// Pairs taken from a list by the counter (by a reference too): shared like a list of
+// tensors, each pair's rows cut alike. A list of a struct of the program's own is not
+// (batch_rows cannot cut it): declined, with the range-for to write instead.
+struct Sample {
+  torch::Tensor input, label;
+};
 void pairs_by_index() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> batches = {
       {torch::randn({4, 4}), torch::randn({4, 1})}};
   for (size_t i = 0; i < batches.size(); ++i) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop are taken from 'batches' by the loop's counter, which accel-rewrite shares only for a list of tensors (a batch taken as accelerator.batch_rows(list[i])): every process would train on all of it; iterate the list by name, `for (auto &batch : batches)` (accelerator.prepare_batches shards it), and run accel-rewrite again [accel-training-loop]
+    // CHECK-FIXES: {{^}}  for (size_t i : accelerator.batch_range(0, batches.size())) {
+    auto &[x, y] = batches[i];
+    // CHECK-FIXES: {{^}}    auto [x, y] = accelerator.batch_rows(batches[i]);
     optimizer.zero_grad();
-    (model->forward(batches[i].first) - batches[i].second).pow(2).mean().backward();
-    // CHECK-FIXES: {{^}}    (model->forward(batches[i].first) - batches[i].second).pow(2).mean().backward();
+    (model->forward(x) - batches[i].second).pow(2).mean().backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(
+    // CHECK-FIXES-NEXT: {{^}}        (model->forward(x) - accelerator.batch_rows(batches[i]).second).pow(2).mean());
+    optimizer.step();
+  }
+}
+void samples_by_index() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  std::vector<Sample> samples = {{torch::randn({4, 4}), torch::randn({4, 1})}};
+  for (size_t i = 0; i < samples.size(); ++i) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop are taken from 'samples' by the loop's counter, which accel-rewrite shares only for a list of batches of tensors (a tensor, or a pair, tuple, torch::data::Example or vector of tensors, taken as accelerator.batch_rows(list[i])): every process would train on all of it; give each process its part by hand (accelerator.process_index(), accelerator.num_processes()) [accel-training-loop]
+    optimizer.zero_grad();
+    (model->forward(samples[i].input) - samples[i].label).pow(2).mean().backward();
+    // CHECK-FIXES: {{^}}    (model->forward(samples[i].input) - samples[i].label).pow(2).mean().backward();
     optimizer.step();
   }
 }
@@ -513,6 +532,7 @@ int main() {
   iterator_walk();
   counted_then_written();
   pairs_by_index();
+  samples_by_index();
   stops_on_the_mean();
   stops_on_a_smoothed_loss();
   lambda_helper();

@@ -578,6 +578,35 @@ TEST(BatchRange, SplitBatchesRunEveryIterationOnItsRows) {
   EXPECT_TRUE(accel_test::all_succeeded(results));
 }
 
+TEST(BatchRange, ABatchOfSeveralTensorsTakenFromAListIsCutAlike) {
+  // `auto [x, y] = accelerator.batch_rows(pairs[b]);`: the same rows of each tensor, under
+  // split_batches; the batch as it is otherwise.
+  for (const bool split : {true, false}) {
+    auto results = accel_test::run_in_processes(2, [split](const accel_test::Peer &peer) {
+      accelerate::Accelerator accelerator(split ? split_batches() : accelerate::Options::on_cpu());
+      const std::pair<torch::Tensor, torch::Tensor> pair{torch::arange(5), torch::arange(5) * 10};
+      const auto [x, y] = accelerator.batch_rows(pair);
+      const auto expected = !split ? torch::arange(5)
+                            : peer.rank == 0 ? torch::arange(0, 2)
+                                             : torch::arange(2, 5);
+      EXPECT_TRUE(torch::equal(x, expected)) << x;
+      EXPECT_TRUE(torch::equal(y, expected * 10)) << y;
+      const torch::data::Example<> example{torch::arange(3), torch::arange(3) + 1};
+      const auto part = accelerator.batch_rows(example);
+      const auto rows = !split ? torch::arange(3)
+                        : peer.rank == 0 ? torch::arange(0, 1)
+                                         : torch::arange(1, 3);
+      EXPECT_TRUE(torch::equal(part.data, rows)) << part.data;
+      EXPECT_TRUE(torch::equal(part.target, rows + 1)) << part.target;
+      // Fewer rows than processes: a process left without a row takes one again, not none.
+      const std::tuple<torch::Tensor, torch::Tensor> one{torch::ones({1, 2}), torch::zeros(1)};
+      EXPECT_EQ(std::get<0>(accelerator.batch_rows(one)).size(0), 1);
+      EXPECT_EQ(std::get<1>(accelerator.batch_rows(one)).size(0), 1);
+    });
+    EXPECT_TRUE(accel_test::all_succeeded(results)) << (split ? "split" : "sharded");
+  }
+}
+
 TEST(BatchRange, OneProcessRunsTheLoopAsWrittenAndABadStepIsRefused) {
   accelerate::Accelerator accelerator(long_cycles());
   bool ended = false;

@@ -117,6 +117,15 @@ public:
     return BatchRange(begin, end, step, loader_context());
   }
   torch::Tensor batch_rows(const torch::Tensor &batch);
+  /// The same for a batch of several tensors taken from a list (an Example, a pair, a tuple, a
+  /// vector of tensors): the same rows of each.
+  template <typename Batch> Batch batch_rows(const Batch &batch) {
+    const int64_t rows = detail::rows_of(batch);
+    const std::pair<int64_t, int64_t> range = rows_of_this_process(rows);
+    return range.first == 0 && range.second == rows
+               ? batch
+               : detail::slice_rows(batch, range.first, range.second);
+  }
 
   // ---- training step -------------------------------------------------------------------
   /// Runs backward and completes the gradient all-reduce that started during it, so that
@@ -327,6 +336,8 @@ private:
   friend class detail::RuntimeAccess;
   friend class LocalSGD;
   detail::Runtime &runtime() { return *runtime_; }
+  /// The rows [first, second) of a batch of `rows` rows that batch_rows gives this process.
+  std::pair<int64_t, int64_t> rows_of_this_process(int64_t rows);
 
   template <typename M> void prepare_one(std::shared_ptr<M> &model) {
     if constexpr (std::is_base_of_v<torch::nn::Module, M>) {

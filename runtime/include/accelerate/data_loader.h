@@ -88,6 +88,9 @@ std::vector<int64_t> plan_iterations(int64_t iterations, int rank, int world_siz
 /// of R; a process left without a row (R < N) gets row rank % R again, so that none computes
 /// on an empty batch. `repeated` is set when that happens.
 torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_size, bool &repeated);
+/// The same rows as a range [first, second) of a batch of `rows` rows.
+std::pair<int64_t, int64_t> row_range_of_process(int64_t rows, int rank, int world_size,
+                                                 bool &repeated);
 
 /// Throws std::invalid_argument, saying what to do, when split_batches cannot split batches of
 /// `batch_size` evenly across `world_size` processes.
@@ -451,11 +454,12 @@ private:
       return detail::to_device(whole, context_->device);
     }
     // Rows [r*B/N, (r+1)*B/N): equal parts when N divides B, one row more for the first
-    // processes otherwise.
-    const int64_t rows = detail::rows_of(whole), world = context_->world_size,
-                  rank = context_->rank;
-    const int64_t begin = rank * rows / world, end = (rank + 1) * rows / world;
-    return detail::to_device(detail::slice_rows(whole, begin, end), context_->device);
+    // processes otherwise (detail::row_range_of_process).
+    bool repeated = false;
+    const auto range = detail::row_range_of_process(detail::rows_of(whole), context_->rank,
+                                                    context_->world_size, repeated);
+    return detail::to_device(detail::slice_rows(whole, range.first, range.second),
+                             context_->device);
   }
 
   std::vector<Batch> batches_;
