@@ -271,4 +271,81 @@ std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {
   return Result;
 }
 
+namespace {
+
+/// `options.lr(value)` (or set_lr, momentum, weight_decay) on an optimizer's options: the
+/// value, or null.
+const Expr *optimizerSettingValue(const Stmt *S) {
+  const auto *Set = dyn_cast<CXXMemberCallExpr>(S);
+  const CXXMethodDecl *Method = Set ? Set->getMethodDecl() : nullptr;
+  if (!Method || Set->getNumArgs() != 1 || !Method->getDeclName().isIdentifier() ||
+      !isClassOrDerived(Set->getObjectType(), "torch::optim::OptimizerOptions")) {
+    return nullptr;
+  }
+  const llvm::StringRef Name = Method->getName();
+  return Name == "lr" || Name == "set_lr" || Name == "momentum" || Name == "weight_decay"
+             ? Set->getArg(0)
+             : nullptr;
+}
+
+/// A call of a helper of the program's own that sets the optimizer (`set_lr(optimizer, lr)`):
+/// its arguments together, as the value set; null for any other statement.
+const CallExpr *settingHelperCall(const Stmt *S) {
+  const auto *Call = dyn_cast<CallExpr>(S);
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee || !Callee->hasBody() || isa<CXXOperatorCallExpr>(Call)) {
+    return nullptr;
+  }
+  bool Sets = false;
+  forEachStmt(Callee->getBody(), [&](const Stmt *Inner) {
+    Sets = Sets || optimizerSettingValue(Inner) != nullptr;
+  });
+  return Sets ? Call : nullptr;
+}
+
+} // namespace
+
+std::optional<DivergentStep> divergentSetting(const Stmt *Loop, ASTContext &Ctx) {
+  const Stmt *FunctionBody = functionBodyAround(Loop, Loop, Ctx);
+  ShardValues Values{Ctx, FunctionBody, {}};
+  std::optional<DivergentStep> Result;
+  forEachStmt(FunctionBody, [&](const Stmt *S) {
+    if (Result) {
+      return;
+    }
+    const Expr *Value = optimizerSettingValue(S);
+    const auto *Set = dyn_cast<Expr>(S);
+    if (!Value) {
+      // Through a helper: any of its arguments may be the value.
+      const CallExpr *Helper = settingHelperCall(S);
+      if (!Helper) {
+        return;
+      }
+      for (const Expr *Argument : Helper->arguments()) {
+        if ((insideShardedLoop(Helper, Ctx) && computedFromTensors(Argument, FunctionBody)) ||
+            Values.fromShard(Argument, 0)) {
+          Value = Argument;
+        }
+      }
+      if (!Value && !underConditionThatDiffers(Helper, Ctx)) {
+        return;
+      }
+      Value = Value ? Value : Helper;
+    }
+    if (Value != Set && ((insideShardedLoop(Set, Ctx) && computedFromTensors(Value, FunctionBody)) ||
+                         Values.fromShard(Value, 0))) {
+      Result = DivergentStep{Set, Value, false};
+    } else if (underConditionThatDiffers(Set, Ctx)) {
+      // The nearest condition around it (the one that differs, or inside it).
+      const Expr *Condition = nullptr;
+      for (DynTypedNodeList Parents = Ctx.getParents(*Set); !Parents.empty() && !Condition;
+           Parents = Ctx.getParents(Parents[0])) {
+        Condition = conditionOf(Parents[0].get<Stmt>());
+      }
+      Result = DivergentStep{Set, Condition ? Condition : Value, false};
+    }
+  });
+  return Result;
+}
+
 } // namespace accel::rewrites

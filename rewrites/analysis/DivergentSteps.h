@@ -53,4 +53,11 @@ std::optional<DivergentStep> divergentLeaveAround(const clang::Stmt *Loop, clang
 /// collective there (accelerator.reduce) would wait forever for the processes that skip it.
 bool underConditionThatDiffers(const clang::Stmt *S, clang::ASTContext &Ctx);
 
+/// A setting of the optimizer (its learning rate, momentum or weight decay, through its
+/// options: `options.lr(...)`, `set_lr(...)`) in the function that holds the training loop
+/// Loop, to a value or under a condition that may differ between the processes (as for
+/// underConditionThatDiffers): the processes would then step with different settings and
+/// their weights drift apart. Statement is the call; Condition the value or the condition.
+std::optional<DivergentStep> divergentSetting(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+
 } // namespace accel::rewrites

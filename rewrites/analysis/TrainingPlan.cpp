@@ -548,6 +548,17 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               "(accelerator.process_index(), accelerator.num_processes())");
       return;
     }
+    if (std::optional<DivergentStep> Setting = divergentSetting(Plan.Unit, Ctx)) {
+      Problem("this training sets its optimizer with " + sourceText(Setting->Statement, Ctx) +
+              " on line " + line(Setting->Statement->getBeginLoc(), SM) + " from '" +
+              sourceText(Setting->Condition, Ctx) +
+              "', which is computed from this process's batches: with the batches shared "
+              "among the processes each would step with its own setting, and their weights "
+              "would drift apart; compute it from a value that is the same on every process "
+              "(accelerator.reduce(value, \"mean\"), a step count) and run accel-rewrite "
+              "again");
+      return;
+    }
     if (std::optional<DivergentStep> Divergent = divergentLeaveAround(Plan.Unit, Ctx)) {
       const bool ByItsCondition = isa<ForStmt, WhileStmt, DoStmt>(Divergent->Statement);
       Problem("the loop around it " +
