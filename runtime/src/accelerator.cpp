@@ -392,7 +392,7 @@ Accelerator::Accelerator(const Options &options) : runtime_(std::make_unique<det
     };
     loader_context->synchronise_random_state = [weak_group]() {
       auto group = weak_group.lock();
-      TORCH_CHECK(group, "accelerate: a batch_range outlived its Accelerator");
+      TORCH_CHECK(group, "accelerate: a prepared data loader or a batch_range outlived its Accelerator");
       auto generator = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(generator.mutex());
       auto state = generator.get_state();

@@ -256,6 +256,27 @@ std::unique_ptr<SplitLoader> split_loader(accelerate::Accelerator &accelerator, 
       IndexDataset(size).map(torch::data::transforms::Stack<>()), options);
 }
 
+// Process 0 alone draws an epoch's order from the sampler; every process then takes its
+// generator state with the order, so what the program draws next (dropout, gradient noise, the
+// next permutation) is the same everywhere, as it is for one process.
+TEST(ShardedLoader, EveryProcessDrawsAlikeAfterTheEpochsOrder) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &) {
+    accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
+    torch::manual_seed(3);
+    auto loader = accelerator.prepare_data_loader<torch::data::samplers::RandomSampler>(
+        IndexDataset(16).map(torch::data::transforms::Stack<>()), 4);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (auto &batch : *loader) {
+        (void)batch;
+        const auto drawn = torch::rand({8}, torch::kDouble);
+        EXPECT_TRUE(torch::equal(accelerator.reduce(drawn, "sum"), drawn * 2))
+            << "the processes drew apart in epoch " << epoch;
+      }
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
 // The whole point of split_batches: the processes' rows of batch k, in rank order, are the
 // plain loader's batch k, shuffles included; the last batch is filled from the start of the
 // epoch, and gather_for_metrics drops exactly those rows.

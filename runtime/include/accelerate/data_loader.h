@@ -44,7 +44,7 @@ struct LoaderContext {
   /// Replaces `indices` on every process with process 0's.
   std::function<void(std::vector<int64_t> &indices)> broadcast_indices;
   /// Gives every process process 0's state of the CPU random generator (BatchRange, at the end
-  /// of each pass).
+  /// of each pass; a prepared loader, when it draws an epoch's order).
   std::function<void()> synchronise_random_state;
   /// Whether the main process has said that a counted loop's iterations were repeated.
   bool noted_repeated_iterations = false;
@@ -206,8 +206,11 @@ public:
   explicit ShardSampler(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
   /// A new epoch: process 0 draws the order from the user's sampler (so one process consumes
-  /// randomness exactly as the plain loop would), every process receives it and takes its part.
-  /// After load_state, the restored epoch continues instead, drawing nothing.
+  /// randomness exactly as the plain loop would), every process receives it and takes its part,
+  /// and process 0's CPU random generator state with it: the others drew nothing, and would
+  /// otherwise draw other dropout masks, other gradient noise and other permutations from
+  /// here on (as Accelerate synchronises its generators at each epoch). After load_state, the
+  /// restored epoch continues instead, drawing nothing.
   void reset(std::optional<size_t> new_size = std::nullopt) override {
     auto &s = *state_;
     auto &progress = *s.progress;
@@ -224,6 +227,9 @@ public:
       }
       if (s.context->world_size > 1) {
         s.context->broadcast_indices(order);
+        if (s.context->synchronise_random_state) {
+          s.context->synchronise_random_state();
+        }
       }
       progress.order = std::move(order);
       progress.delivered = 0;
