@@ -139,6 +139,37 @@ std::string sequenceFirstProblem(llvm::StringRef How, const VarDecl *Model) {
          "accelerator.num_processes())";
 }
 
+/// A gradient read in Loop (`scale.grad()`) of a tensor variable the program made itself with
+/// a LibTorch factory (`torch::ones({1}, torch::requires_grad())`), which no model holds; null
+/// for none. A loop variable over a model's parameters (`for (auto &p : model->parameters())`)
+/// and a parameter of the function are not such tensors.
+const CXXMemberCallExpr *gradientOfFreeTensor(const Stmt *Loop, ASTContext &Ctx) {
+  const CXXMemberCallExpr *Found = nullptr;
+  forEachStmt(Loop, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+    if (Found || !Call || !(isMethodCall(Call, "at::Tensor", "grad") ||
+                            isMethodCall(Call, "at::TensorBase", "grad"))) {
+      return;
+    }
+    const auto *Ref = dyn_cast_or_null<DeclRefExpr>(
+        Call->getImplicitObjectArgument() ? Call->getImplicitObjectArgument()->IgnoreImplicit()
+                                          : nullptr);
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    if (!Var || isa<ParmVarDecl>(Var) || Var->isCXXForRangeDecl() || !Var->getInit() ||
+        !isTensorType(Var->getType())) {
+      return;
+    }
+    const auto *Made = dyn_cast<CallExpr>(spelled(Var->getInit()));
+    const std::string Factory = Made ? qualifiedName(Made->getDirectCallee()) : "";
+    if ((llvm::StringRef(Factory).starts_with("torch::") ||
+         llvm::StringRef(Factory).starts_with("at::")) &&
+        !isa<CXXMemberCallExpr>(Made)) {
+      Found = Call;
+    }
+  });
+  return Found;
+}
+
 /// The list a counted for-loop takes its batches from by its counter (`batches[i]` of a
 /// vector of structs of the program's own), by name; "" when there is none.
 std::string listTakenByCounter(const Stmt *Loop) {
@@ -546,6 +577,17 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               "same on every process (a step count, or accelerator.reduce(value, \"mean\")) "
               "and run accel-rewrite again, or give each process its part by hand "
               "(accelerator.process_index(), accelerator.num_processes())");
+      return;
+    }
+    if (const CXXMemberCallExpr *Gradient = gradientOfFreeTensor(Plan.Unit, Ctx)) {
+      const std::string Name = sourceText(Gradient->getImplicitObjectArgument(), Ctx);
+      Problem("this training reads the gradient of '" + Name + "' on line " +
+              line(Gradient->getBeginLoc(), SM) +
+              ", a tensor the program made itself outside its models: accelerator.prepare "
+              "synchronises the gradients of the prepared models' parameters only, so each "
+              "process would update '" + Name +
+              "' from its own batches and the processes would drift apart; make it a "
+              "parameter of the model (register_parameter) and run accel-rewrite again");
       return;
     }
     if (std::optional<DivergentStep> Setting = divergentSetting(Plan.Unit, Ctx)) {

@@ -9,8 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
+#include "analysis/AnalysisContext.h"
 #include "analysis/DivergentSteps.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/TrainingPlan.h"
 #include "analysis/Statistics.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -72,9 +74,17 @@ AST_MATCHER(Stmt, onSomeProcesses) {
 }
 
 AST_MATCHER(DeclRefExpr, printsChangedFromBatches) {
+  ASTContext &Ctx = Finder->getASTContext();
+  // In a training left as written nothing is shared: the print is the whole run's.
+  const unsigned Offset =
+      Ctx.getSourceManager().getFileOffset(Ctx.getSourceManager().getExpansionLoc(Node.getBeginLoc()));
+  for (const auto &[Begin, End] : AnalysisContext::of(Ctx).trainingPlans().DeclinedRanges) {
+    if (Begin <= Offset && Offset < End) {
+      return false;
+    }
+  }
   const Stmt *Change = nullptr;
-  return printsValueChangedFromBatches(&Node, Finder->getASTContext(), Change) &&
-         !inInstantiatedPattern(&Node, Finder->getASTContext());
+  return printsValueChangedFromBatches(&Node, Ctx, Change) && !inInstantiatedPattern(&Node, Ctx);
 }
 
 AST_MATCHER(DeclRefExpr, readsStatistic) {
@@ -284,7 +294,9 @@ Rule makeReduceRule() {
   // The safety net: a printed value that the loop changes from this process's batches in a
   // way none of the rules above follows is said to be this process's share.
   auto ChangedFromBatches = makeRule(
-      declRefExpr(inUserCode(), printsChangedFromBatches()).bind("read"), noEdits(),
+      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), printsChangedFromBatches())
+          .bind("read"),
+      noEdits(),
       finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         const Stmt *Change = nullptr;

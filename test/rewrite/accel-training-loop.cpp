@@ -480,6 +480,27 @@ void rate_from_the_mean() {
   }
 }
 
+// A tensor the program trains itself beside the model (a learnable scale made with
+// torch::ones, updated from its own gradient): prepare synchronises the models' gradients only,
+// so each process would update it from its own batches: declined. A loop over the model's own
+// parameters reading their gradients is fine (they are synchronised).
+void trains_a_free_tensor() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  auto scale = torch::ones({1}, torch::requires_grad());
+  for (auto &batch : *loader) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): this training reads the gradient of 'scale' on line [[@LINE+6]], a tensor the program made itself outside its models: accelerator.prepare synchronises the gradients of the prepared models' parameters only, so each process would update 'scale' from its own batches and the processes would drift apart; make it a parameter of the model (register_parameter) and run accel-rewrite again [accel-training-loop]
+    optimizer.zero_grad();
+    auto loss = (model->forward(batch.data) * scale).pow(2).mean();
+    loss.backward();
+    optimizer.step();
+    torch::NoGradGuard no_grad;
+    scale -= 0.01 * scale.grad();
+  }
+  std::cout << scale << "\n";
+}
+
 // Early stopping one level up. On a mean that accel-reduce combines where it is read, every
 // process stops after the same epoch: rewritten. On a smoothed loss it leaves as this process's
 // share, they would stop at different epochs: declined.
@@ -597,6 +618,7 @@ int main() {
   rate_from_the_batch();
   rate_cut_when_the_batch_says();
   rate_from_the_mean();
+  trains_a_free_tensor();
   samples_by_index();
   stops_on_the_mean();
   stops_on_a_smoothed_loss();
