@@ -202,14 +202,46 @@ const FunctionDecl *callPassingAccelerator(const CallExpr *Call, ASTContext &Ctx
   return Found == Result.PassingCalls.end() ? nullptr : Found->second;
 }
 
+namespace {
+/// `stdout` as a C stdio call's stream argument.
+bool isStdoutStream(const Expr *E) {
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E ? E->IgnoreParenImpCasts() : nullptr);
+  return Ref && Ref->getDecl()->getDeclName().isIdentifier() && Ref->getDecl()->getName() == "stdout";
+}
+} // namespace
+
+StdoutCall stdoutCall(const Stmt *S) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(S);
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee || !Callee->isExternC() || !Callee->getDeclName().isIdentifier()) {
+    return StdoutCall::None;
+  }
+  llvm::StringRef Name = Callee->getName();
+  const unsigned Args = Call->getNumArgs();
+  if (Name == "printf") {
+    return StdoutCall::Printf;
+  }
+  if (Name == "puts" && Args == 1) {
+    return StdoutCall::Puts;
+  }
+  if (Name == "putchar" && Args == 1) {
+    return StdoutCall::Putchar;
+  }
+  if (Name == "fprintf" && Args >= 2 && isStdoutStream(Call->getArg(0))) {
+    return StdoutCall::FprintfStdout;
+  }
+  if ((Name == "fputs" || Name == "fputc" || Name == "putc") && Args == 2 &&
+      isStdoutStream(Call->getArg(1))) {
+    return Name == "fputs" ? StdoutCall::FputsStdout : StdoutCall::FputcStdout;
+  }
+  return StdoutCall::None;
+}
+
 bool isStdoutPrint(const Stmt *S) {
   if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(S)) {
     return qualifiedName(Ref->getDecl()) == "std::cout";
   }
-  const auto *Call = dyn_cast_or_null<CallExpr>(S);
-  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
-  return Callee && Callee->isExternC() && Callee->getDeclName().isIdentifier() &&
-         Callee->getName() == "printf";
+  return stdoutCall(S) != StdoutCall::None;
 }
 
 bool readsStatistic(const Stmt *S, ASTContext &Ctx) {

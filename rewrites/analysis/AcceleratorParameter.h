@@ -59,7 +59,20 @@ bool receivesAcceleratorParameter(const clang::FunctionDecl *Function, clang::AS
 const clang::FunctionDecl *callPassingAccelerator(const clang::CallExpr *Call,
                                                   clang::ASTContext &Ctx);
 
-/// std::cout, or a call of printf: what accel-print makes print once.
+/// The C stdio calls that write to standard output.
+enum class StdoutCall {
+  None,
+  Printf,        ///< printf(format, ...)
+  Puts,          ///< puts(text): the text and a newline
+  Putchar,       ///< putchar(c)
+  FprintfStdout, ///< fprintf(stdout, format, ...)
+  FputsStdout,   ///< fputs(text, stdout): no newline
+  FputcStdout,   ///< fputc(c, stdout), putc(c, stdout)
+};
+/// Which of them S is a call of.
+StdoutCall stdoutCall(const clang::Stmt *S);
+/// std::cout, or a C call that writes to standard output (printf, puts, fprintf(stdout, ...)):
+/// what accel-print makes print once.
 bool isStdoutPrint(const clang::Stmt *S);
 /// Whether S or a statement below it writes what every process would write again (a print
 /// to standard output, torch::save): functions that do get the accelerator.

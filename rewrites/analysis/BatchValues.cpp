@@ -38,7 +38,13 @@ int64_t literalArg(llvm::ArrayRef<const Expr *> Args, size_t Index) {
   if (Index >= Args.size()) {
     return -1;
   }
-  const auto *Literal = dyn_cast<IntegerLiteral>(Args[Index]->IgnoreParenImpCasts());
+  // `sum(1)` passes an at::IntArrayRef made from the literal.
+  const Expr *Arg = Args[Index]->IgnoreImplicit();
+  if (const auto *Construct = dyn_cast<CXXConstructExpr>(Arg);
+      Construct && !isa<CXXTemporaryObjectExpr>(Construct) && Construct->getNumArgs() == 1) {
+    Arg = Construct->getArg(0)->IgnoreImplicit();
+  }
+  const auto *Literal = dyn_cast<IntegerLiteral>(Arg->IgnoreParenImpCasts());
   return Literal ? Literal->getValue().getSExtValue() : -1;
 }
 
@@ -177,6 +183,12 @@ BatchValue sumOf(BatchValue A, BatchValue B) {
 }
 
 BatchValue arithmetic(BinaryOperatorKind Op, BatchValue A, BatchValue B) {
+  // A maximum scaled or shifted may turn into a minimum (by a negative number) or stop being
+  // either: not followed.
+  auto Extreme = [](BatchValue V) { return V == BatchValue::Max || V == BatchValue::Min; };
+  if (Extreme(A) || Extreme(B)) {
+    return BatchValue::Unknown;
+  }
   switch (Op) {
   case BO_Mul:
     return product(A, B);
@@ -213,6 +225,19 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
       return Reduced; // over the whole tensor, or over the batch's dimension
     }
     return literalArg(Args, 0) > 0 ? BatchValue::PerSample : BatchValue::Unknown;
+  }
+  if ((Method == "max" || Method == "min" || Method == "amax" || Method == "amin") &&
+      Args.empty()) {
+    // Over the whole tensor: over the batch's samples for values per sample; a number that
+    // is one already stays what it is.
+    BatchValue Of = Object();
+    if (Of == BatchValue::PerSample) {
+      return Method.ends_with("max") ? BatchValue::Max : BatchValue::Min;
+    }
+    return Of == BatchValue::Sum || Of == BatchValue::Mean || Of == BatchValue::Max ||
+                   Of == BatchValue::Min
+               ? Of
+               : BatchValue::Unknown;
   }
   if (Method == "size") {
     int64_t Dim = literalArg(Args, 0);

@@ -26,6 +26,9 @@ enum class BatchValue {
   Sum,
   /// A mean over the batch's samples.
   Mean,
+  /// The largest (smallest) value over the batch's samples: `per_sample.max()`.
+  Max,
+  Min,
   /// A value per sample, not reduced over the batch (a loss with reduction None, `eq`,
   /// `argmax(1)`, one row `x[0]`).
   PerSample,

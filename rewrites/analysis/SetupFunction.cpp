@@ -101,8 +101,82 @@ const CompoundStmt *blockHolding(const Stmt *S, ASTContext &Ctx) {
   return Parents.empty() ? nullptr : Parents[0].get<CompoundStmt>();
 }
 
+/// A model held in a global of the main file (`std::shared_ptr<Net> net;` at file scope) that
+/// only Block changes, before Before (`net = std::make_shared<Net>();` in main), or nothing
+/// does: preparing it after Before is preparing what is trained. A global another function
+/// sets or passes on to be changed may be replaced after prepare: not followed.
+bool globalModelSetUpBefore(const VarDecl *Model, const CompoundStmt *Block, const Stmt *Before,
+                            ASTContext &Ctx);
+
 size_t positionIn(const CompoundStmt *Block, const Stmt *S) {
   return llvm::find(Block->body(), S) - Block->body_begin();
+}
+
+/// Whether Use may put another model in the variable it names: assigned, reset, swapped,
+/// passed on by non-const reference or pointer. Calls through it (`net->forward(x)`) change
+/// the model, not which one it is.
+bool replacesHolder(const DeclRefExpr *Use, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(*Use);
+  const Stmt *Parent = Parents.empty() ? nullptr : Parents[0].get<Stmt>();
+  while (const auto *Cast = dyn_cast_or_null<ImplicitCastExpr>(Parent)) {
+    if (Cast->getCastKind() != CK_NoOp) {
+      return false;
+    }
+    Parents = Ctx.getParents(*Cast);
+    Parent = Parents.empty() ? nullptr : Parents[0].get<Stmt>();
+  }
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(Parent)) {
+    // `net.reset(...)`, `net.swap(other)`; `net->...` goes through operator->.
+    const NamedDecl *Method = Member->getMemberDecl();
+    return !Member->isArrow() && Method->getDeclName().isIdentifier() &&
+           (Method->getName() == "reset" || Method->getName() == "swap");
+  }
+  if (isa_and_nonnull<CXXOperatorCallExpr>(Parent)) {
+    const auto *Operator = cast<CXXOperatorCallExpr>(Parent);
+    return Operator->isAssignmentOp() && Operator->getArg(0)->IgnoreImplicit() == Use;
+  }
+  if (const auto *Assign = dyn_cast_or_null<BinaryOperator>(Parent)) {
+    return Assign->isAssignmentOp() && Assign->getLHS()->IgnoreImplicit() == Use;
+  }
+  if (const auto *Unary = dyn_cast_or_null<UnaryOperator>(Parent)) {
+    return Unary->getOpcode() == UO_AddrOf;
+  }
+  if (const auto *Call = dyn_cast_or_null<CallExpr>(Parent)) {
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    for (unsigned I = 0; Callee && I < Call->getNumArgs() && I < Callee->getNumParams(); ++I) {
+      const QualType Type = Callee->getParamDecl(I)->getType();
+      if (Call->getArg(I) == Use && Type->isReferenceType() &&
+          !Type.getNonReferenceType().isConstQualified()) {
+        return true;
+      }
+    }
+    return !Callee; // unknown callee: may change it
+  }
+  return false;
+}
+
+bool globalModelSetUpBefore(const VarDecl *Model, const CompoundStmt *Block, const Stmt *Before,
+                            ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (!Model->isFileVarDecl() || !SM.isWrittenInMainFile(Model->getLocation())) {
+    return false;
+  }
+  bool Sound = true;
+  for (const Decl *D : Ctx.getTranslationUnitDecl()->decls()) {
+    const auto *Function = D->getAsFunction();
+    if (!Function || !Function->hasBody() || !SM.isWrittenInMainFile(Function->getLocation())) {
+      continue;
+    }
+    forEachStmt(Function->getBody(), [&](const Stmt *S) {
+      const auto *Use = dyn_cast<DeclRefExpr>(S);
+      if (!Sound || !Use || Use->getDecl() != Model || !replacesHolder(Use, Ctx)) {
+        return;
+      }
+      const Stmt *Top = bodyStatementOf(DynTypedNode::create(*Use), Block, Ctx);
+      Sound = Top && positionIn(Block, Top) < positionIn(Block, Before);
+    });
+  }
+  return Sound;
 }
 
 } // namespace
@@ -225,6 +299,24 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         }
         Used = Member->getMemberDecl();
       }
+      if (Used && !Outside) {
+        // `auto net = std::make_unique<Net>()`: said by name, not as a model it cannot find.
+        const QualType Pointee = smartPointee(Used->getType().getNonReferenceType());
+        const auto *Holder = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
+            recordOf(Used->getType().getNonReferenceType()));
+        if (!Pointee.isNull() && isClassOrDerived(Pointee, "torch::nn::Module") && Holder &&
+            qualifiedName(Holder) == "std::unique_ptr") {
+          Outside = true;
+          Problem(S->getBeginLoc(),
+                  "model '" + Used->getNameAsString() +
+                      "' is held by a std::unique_ptr, which accel-rewrite does not prepare; "
+                      "hold it in a std::shared_ptr (std::make_shared) and run accel-rewrite "
+                      "again, or call accelerator.prepare(*" +
+                      Used->getNameAsString() + ", " + Var->getNameAsString() +
+                      ") after both are created, before training");
+          return;
+        }
+      }
       if (!Used || !isModelType(Used->getType().getNonReferenceType())) {
         return;
       }
@@ -235,11 +327,20 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       bool SharedParameter = isa_and_nonnull<ParmVarDecl>(Model) &&
                              (Model->getType()->isReferenceType() ||
                               !isClassOrDerived(Model->getType(), "torch::nn::Module"));
-      if (!Model || (!SharedParameter && (isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()))) {
+      const bool SetUpGlobal =
+          Model && globalModelSetUpBefore(Model, Block, Declaration, Ctx);
+      if (!Model ||
+          (!SharedParameter && !SetUpGlobal && (isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()))) {
         Outside = true;
-        Problem(S->getBeginLoc(), "model '" + Used->getNameAsString() + "' is created outside '" +
-                                      FunctionName + "'; call accelerator.prepare(" +
-                                      Used->getNameAsString() + ", " + Var->getNameAsString() +
+        const std::string Where =
+            Model && Model->isFileVarDecl()
+                ? "is a global variable that is set or passed on outside '" + FunctionName +
+                      "' or after optimizer '" + Var->getNameAsString() +
+                      "' is created, so it may hold another model by the time it trains"
+                : "is created outside '" + FunctionName + "'";
+        Problem(S->getBeginLoc(), "model '" + Used->getNameAsString() + "' " + Where +
+                                      "; call accelerator.prepare(" + Used->getNameAsString() +
+                                      ", " + Var->getNameAsString() +
                                       ") where both are in scope, before training");
         return;
       }

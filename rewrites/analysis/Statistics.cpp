@@ -642,6 +642,10 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     case BatchValue::Mean:
       Means = true;
       break;
+    case BatchValue::Max:
+    case BatchValue::Min:
+      Unclear = true; // a sum of per-batch extremes combines by no rule
+      break;
     default:
       if (Type->isIntegerType() && mentionsTensor(W.Increment)) {
         Sums = true; // an integer added up per batch counts something in it
@@ -845,11 +849,129 @@ bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx) {
          llvm::all_of(Values, [&](const Expr *Value) { return insideShardedLoop(Value, Ctx); });
 }
 
-/// Whether Value is printed to stdout (printf, std::cout <<, the accelerator's print) and not
+namespace {
+
+/// The accelerator.reduce operation that combines a printed value of this kind across the
+/// processes into the global batch's, or "" for none.
+std::string combinationOf(BatchValue Kind) {
+  switch (Kind) {
+  case BatchValue::Sum:
+    return "sum";
+  case BatchValue::Mean:
+    return "mean";
+  case BatchValue::Max:
+    return "max";
+  case BatchValue::Min:
+    return "min";
+  default:
+    return "";
+  }
+}
+
+/// How far printedUncombined follows a value into text buffers and helpers' parameters.
+constexpr int MaxPrintHops = 3;
+
+bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue, int Hops = 0);
+
+/// A local text buffer that its function prints to standard output: a char array that
+/// snprintf or sprintf fills, a std::ostringstream written with <<, printed later
+/// (`puts(buf)`, `std::cout << line.str()`).
+bool bufferPrinted(const VarDecl *Buffer, ASTContext &Ctx, int Hops) {
+  const auto *Function = Buffer && Buffer->isLocalVarDecl()
+                             ? dyn_cast<FunctionDecl>(Buffer->getDeclContext())
+                             : nullptr;
+  bool Printed = false;
+  forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
+    const auto *Use = dyn_cast<DeclRefExpr>(S);
+    Printed = Printed || (Use && Use->getDecl() == Buffer &&
+                          printedUncombined(Use, Ctx, false, Hops + 1));
+  });
+  return Printed;
+}
+
+/// The local variable E names, or null.
+const VarDecl *localNamed(const Expr *E) {
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E ? E->IgnoreParenImpCasts() : nullptr);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  return Var && Var->isLocalVarDecl() ? Var : nullptr;
+}
+
+/// The buffer a formatting call writes Arg into: snprintf(buf, n, format, Arg) or
+/// sprintf(buf, format, Arg) into a local array.
+const VarDecl *formattedInto(const Stmt *S, const Stmt *Arg) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(S);
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee || !Callee->isExternC() || !Callee->getDeclName().isIdentifier() ||
+      !(Callee->getName() == "snprintf" || Callee->getName() == "sprintf") ||
+      Call->getNumArgs() < 2 || Call->getArg(0) == Arg) {
+    return nullptr;
+  }
+  return localNamed(Call->getArg(0));
+}
+
+/// The local string stream a `<<` writes into (`line << loss.item<double>()`), or null.
+const VarDecl *streamedInto(const Stmt *S) {
+  const auto *Shift = dyn_cast_or_null<CXXOperatorCallExpr>(S);
+  if (!Shift || Shift->getOperator() != OO_LessLess) {
+    return nullptr;
+  }
+  const Expr *Left = Shift->getArg(0)->IgnoreParenImpCasts();
+  while (const auto *Inner = dyn_cast<CXXOperatorCallExpr>(Left)) {
+    if (Inner->getOperator() != OO_LessLess) {
+      return nullptr;
+    }
+    Left = Inner->getArg(0)->IgnoreParenImpCasts();
+  }
+  const VarDecl *Stream = localNamed(Left);
+  return Stream && isClassOrDerived(Stream->getType(), "std::basic_ostream") &&
+                 !isClassOrDerived(Stream->getType(), "std::basic_fstream") &&
+                 !isClassOrDerived(Stream->getType(), "std::basic_ofstream")
+             ? Stream
+             : nullptr;
+}
+
+/// Whether Arg, an argument of S, a call of a function of the main file, is the value of a
+/// parameter the function prints and never changes (`log_step(step, loss.item<double>())`).
+bool passedToPrintedParameter(const Stmt *S, const Stmt *Arg, ASTContext &Ctx, int Hops) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(S);
+  if (!Call || isa<CXXOperatorCallExpr>(Call)) {
+    return false;
+  }
+  const FunctionDecl *Callee = Call->getDirectCallee();
+  const FunctionDecl *Definition = nullptr;
+  if (!Callee || !Callee->hasBody(Definition) ||
+      !Ctx.getSourceManager().isWrittenInMainFile(Definition->getLocation())) {
+    return false;
+  }
+  for (unsigned I = 0; I < Call->getNumArgs() && I < Definition->getNumParams(); ++I) {
+    if (Call->getArg(I) != Arg) {
+      continue;
+    }
+    const ParmVarDecl *Param = Definition->getParamDecl(I);
+    const QualType Type = Param->getType();
+    if (Type->isReferenceType() && !Type.getNonReferenceType().isConstQualified()) {
+      return false;
+    }
+    bool Printed = false, Changed = false;
+    forEachStmt(Definition->getBody(), [&](const Stmt *Child) {
+      const auto *Use = dyn_cast<DeclRefExpr>(Child);
+      if (Use && Use->getDecl() == Param) {
+        Changed = Changed || changesWhatItNames(Use, Ctx);
+        Printed = Printed || printedUncombined(Use, Ctx, false, Hops + 1);
+      }
+    });
+    return Printed && !Changed;
+  }
+  return false;
+}
+
+/// Whether Value is printed to stdout (printf, puts, std::cout <<, the accelerator's print,
+/// also through a text buffer printed later or a helper's parameter it prints) and not
 /// inside accelerator.reduce already; with PartOfValue, not inside an item() or size() call
 /// either (a batch size that is part of a value combined as a whole).
-bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue) {
+bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue, int Hops) {
   bool InPrint = false;
+  const Stmt *Below = Value;
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Value), Ctx)) {
     const Stmt *S = Ancestor.get<Stmt>();
     if (isMethodCall(S, "accelerate::Accelerator", "reduce")) {
@@ -867,9 +989,22 @@ bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue) {
       });
     }
     InPrint = InPrint || isStdoutPrint(S) || isMethodCall(S, "accelerate::Accelerator", "printf");
+    if (!InPrint && Hops < MaxPrintHops) {
+      const VarDecl *Buffer = formattedInto(S, Below);
+      if (!Buffer) {
+        Buffer = streamedInto(S);
+      }
+      InPrint = (Buffer && bufferPrinted(Buffer, Ctx, Hops)) ||
+                passedToPrintedParameter(S, Below, Ctx, Hops);
+    }
+    if (S) {
+      Below = S;
+    }
   }
   return InPrint;
 }
+
+} // namespace
 
 bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &Op) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
@@ -886,16 +1021,8 @@ bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &
       changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, false)) {
     return false;
   }
-  switch (classifyBatchValue(Var->getInit(), Ctx)) {
-  case BatchValue::Sum:
-    Op = "sum";
-    return true;
-  case BatchValue::Mean:
-    Op = "mean";
-    return true;
-  default:
-    return false;
-  }
+  Op = combinationOf(classifyBatchValue(Var->getInit(), Ctx));
+  return !Op.empty();
 }
 
 bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::string &Op,
@@ -921,21 +1048,14 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   if (!printedUncombined(Item, Ctx, Size)) {
     return false;
   }
-  switch (classifyBatchValue(Item, Ctx)) {
-  case BatchValue::Sum:
-    Op = "sum"; // a progress count `batch_idx * data.size(0)` counts the global batch too
-    return true;
-  case BatchValue::Mean:
-    Op = "mean";
-    return true;
-  case BatchValue::Unknown:
-    if (Unclear) {
-      *Unclear = true;
-    }
-    return false;
-  default:
-    return false; // one sample's value (`x[0].item()`): the main process prints its own
+  // A progress count `batch_idx * data.size(0)` counts the global batch too (a sum). One
+  // sample's value (`x[0].item()`) is nothing to combine: the main process prints its own.
+  const BatchValue Kind = classifyBatchValue(Item, Ctx);
+  Op = combinationOf(Kind);
+  if (Kind == BatchValue::Unknown && Unclear) {
+    *Unclear = true;
   }
+  return !Op.empty();
 }
 
 namespace {
@@ -1107,14 +1227,58 @@ bool mayHoldStatistic(const VarDecl *Var) {
   return !Name.starts_with("torch::") && !Name.starts_with("at::") && !Name.starts_with("c10::");
 }
 
+/// Whether Use names a text buffer that is written (`snprintf(buf, ...)`, `line << loss`):
+/// what goes in is judged as printed where it is written (printedUncombined follows it).
+bool writesTextBuffer(const DeclRefExpr *Use, ASTContext &Ctx) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Use), Ctx)) {
+    const Stmt *S = Ancestor.get<Stmt>();
+    if (const auto *Call = dyn_cast_or_null<CallExpr>(S);
+        Call && Call->getNumArgs() >= 2 && Call->getArg(0)->IgnoreParenImpCasts() == Use &&
+        formattedInto(Call, Call->getArg(1)) == Use->getDecl()) {
+      return true;
+    }
+    if (S && streamedInto(S) == Use->getDecl()) {
+      return true;
+    }
+    if (S && !isa<Expr>(S)) {
+      return false;
+    }
+  }
+  return false;
+}
+
 /// A use of Var (other than Except) that changes it from this process's batches where
 /// accel-reduce does not follow (printsValueChangedFromBatches), or null.
 const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except,
-                                     ASTContext &Ctx) {
-  // Where it can change: its function for a local, every function of the main file for a
-  // global or a static.
+                                     ASTContext &Ctx, int Depth = 0);
+
+/// The helper's parameter a use passes by reference to (`train(net, loader, samples)` with
+/// `int64_t &samples`), where the helper is a function of the main file; or null.
+const ParmVarDecl *referenceParameterOf(const DeclRefExpr *Use, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(*Use);
+  const auto *Call = Parents.empty() ? nullptr : Parents[0].get<CallExpr>();
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  const FunctionDecl *Definition = nullptr;
+  if (!Callee || isa<CXXOperatorCallExpr>(Call) || !Callee->hasBody(Definition) ||
+      !Ctx.getSourceManager().isWrittenInMainFile(Definition->getLocation())) {
+    return nullptr;
+  }
+  for (unsigned I = 0; I < Call->getNumArgs() && I < Definition->getNumParams(); ++I) {
+    const QualType Type = Definition->getParamDecl(I)->getType();
+    if (Call->getArg(I) == Use && Type->isReferenceType() &&
+        !Type.getNonReferenceType().isConstQualified()) {
+      return Definition->getParamDecl(I);
+    }
+  }
+  return nullptr;
+}
+
+const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except,
+                                     ASTContext &Ctx, int Depth) {
+  // Where it can change: its function for a local or a parameter, every function of the main
+  // file for a global or a static.
   llvm::SmallVector<const FunctionDecl *, 8> Scopes;
-  if (Var->isLocalVarDecl() && !Var->isStaticLocal()) {
+  if ((Var->isLocalVarDecl() && !Var->isStaticLocal()) || isa<ParmVarDecl>(Var)) {
     if (const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext())) {
       Scopes.push_back(Function);
     }
@@ -1143,8 +1307,15 @@ const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Exce
           isJudgedWrite(Use, Judged, Ctx)) {
         return;
       }
+      // Passed by reference to a helper that changes it from its own sharded loop.
+      if (const ParmVarDecl *Param = referenceParameterOf(Use, Ctx); Param && Depth < 3) {
+        if (const DeclRefExpr *Inside = changeFromBatches(Param, nullptr, Ctx, Depth + 1)) {
+          Change = Inside;
+          return;
+        }
+      }
       const Stmt *Call = insideShardedLoop(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
-      if (!Call) {
+      if (!Call || writesTextBuffer(Use, Ctx)) {
         return;
       }
       const Stmt *Around = statementAround(Use, Ctx);
@@ -1179,8 +1350,10 @@ const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Exce
 
 } // namespace
 
-bool printsValueChangedFromBatches(const DeclRefExpr *Ref, ASTContext &Ctx, const Stmt *&Change) {
+bool printsValueChangedFromBatches(const DeclRefExpr *Ref, ASTContext &Ctx, const Stmt *&Change,
+                                   const VarDecl *&Source) {
   Change = nullptr;
+  Source = nullptr;
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
   if (!Var || !mayHoldStatistic(Var) || insideOwnUpdate(Ref, Ctx) ||
       !printedUncombined(Ref, Ctx, false)) {
@@ -1197,13 +1370,18 @@ bool printsValueChangedFromBatches(const DeclRefExpr *Ref, ASTContext &Ctx, cons
     }
   }
   Change = changeFromBatches(Var, Ref, Ctx);
-  // Or a local made after the loop from such a value (`auto all = torch::cat(per_sample);`).
+  Source = Var;
+  // Or a local made after the loop from such a value (`auto all = torch::cat(per_sample);`);
+  // not from a variable it passes a helper by reference (`train(..., samples)`): the helper
+  // changes that one, and what it returns is judged in the helper.
   if (!Change && Var->isLocalVarDecl() && !Var->isCXXForRangeDecl() && Var->getInit()) {
     forEachStmt(Var->getInit(), [&](const Stmt *S) {
-      const auto *Source = dyn_cast<DeclRefExpr>(S);
-      const auto *From = Source ? dyn_cast<VarDecl>(Source->getDecl()) : nullptr;
-      if (!Change && From && From != Var && !From->isImplicit() && mayHoldStatistic(From)) {
+      const auto *Use = dyn_cast<DeclRefExpr>(S);
+      const auto *From = Use ? dyn_cast<VarDecl>(Use->getDecl()) : nullptr;
+      if (!Change && From && From != Var && !From->isImplicit() && mayHoldStatistic(From) &&
+          !referenceParameterOf(Use, Ctx)) {
         Change = changeFromBatches(From, nullptr, Ctx);
+        Source = From;
       }
     });
   }

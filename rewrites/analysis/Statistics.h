@@ -89,8 +89,10 @@ bool storesBatchValue(const clang::Stmt *S, clang::ASTContext &Ctx, std::string 
 /// (of any type, a global too) that the sharded loop, or a lambda called in it, changes with
 /// this process's batches in a way the analyses above do not follow (`counts[label] += 1`,
 /// `t = torch::cat({t, loss})`, `confusion.index_put_(...)`, a helper's reference parameter).
-/// Printed, it is this process's share. Change is set to the first such change.
+/// Printed, it is this process's share. Change is set to the first such change (in a helper
+/// for a variable passed to it by reference), Source to the variable of Ref's function that
+/// holds it: Ref's own, or the one Ref is made from.
 bool printsValueChangedFromBatches(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
-                                   const clang::Stmt *&Change);
+                                   const clang::Stmt *&Change, const clang::VarDecl *&Source);
 
 } // namespace accel::rewrites

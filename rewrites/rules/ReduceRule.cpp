@@ -84,7 +84,9 @@ AST_MATCHER(DeclRefExpr, printsChangedFromBatches) {
     }
   }
   const Stmt *Change = nullptr;
-  return printsValueChangedFromBatches(&Node, Ctx, Change) && !inInstantiatedPattern(&Node, Ctx);
+  const VarDecl *Source = nullptr;
+  return printsValueChangedFromBatches(&Node, Ctx, Change, Source) &&
+         !inInstantiatedPattern(&Node, Ctx);
 }
 
 AST_MATCHER(DeclRefExpr, readsStatistic) {
@@ -300,13 +302,18 @@ Rule makeReduceRule() {
       finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         const Stmt *Change = nullptr;
-        printsValueChangedFromBatches(Ref, *Match.Context, Change);
+        const VarDecl *Source = nullptr;
+        printsValueChangedFromBatches(Ref, *Match.Context, Change, Source);
         const std::string Name = Ref->getDecl()->getNameAsString();
-        const auto *Source = cast<DeclRefExpr>(Change)->getDecl();
-        const std::string Subject =
+        std::string Subject =
             Source == Ref->getDecl()
                 ? "'" + Name + "' is changed"
                 : "'" + Name + "' is made from '" + Source->getNameAsString() + "', which is changed";
+        // Changed by a helper it is passed to by reference.
+        if (const auto *Param = dyn_cast<ParmVarDecl>(cast<DeclRefExpr>(Change)->getDecl())) {
+          Subject += " by '" + cast<FunctionDecl>(Param->getDeclContext())->getNameAsString() +
+                     "' (its parameter '" + Param->getNameAsString() + "')";
+        }
         return Subject + " from this process's batches (line " +
                std::to_string(Match.SourceManager->getExpansionLineNumber(Change->getBeginLoc())) +
                ") in a way accel-reduce does not follow, so what is printed here is this "

@@ -70,45 +70,46 @@ torch::Tensor Accelerator::reduce(const torch::Tensor &tensor, const std::string
 
 namespace {
 
-// The scalar reduce takes only the ops that keep a count or a sum meaningful.
-void check_scalar_op(const std::string &op) {
-  if (op != "sum" && op != "mean") {
-    throw std::invalid_argument("accelerate: reduce of a number takes \"sum\" or \"mean\", not \"" +
-                                op + "\"");
+// A number combines as a tensor of one element: summed (and divided for "mean"), or its
+// largest or smallest value across the processes.
+void combine_number(detail::ProcessGroup &group, torch::Tensor &number, const std::string &op,
+                    bool debug) {
+  const auto which = reduce_op(op);
+  if (debug) {
+    require_same_calls(group, Collective::ReduceNumber, &number);
+  }
+  if (which == c10d::ReduceOp::SUM) {
+    group.sum(number, "reduce of a number");
+  } else {
+    group.all_reduce(number, which, "reduce of a number");
   }
 }
 
 } // namespace
 
 int64_t Accelerator::reduce_integer(int64_t value, const std::string &op) {
-  check_scalar_op(op);
+  reduce_op(op); // an unknown op is refused on one process too
   auto *group = runtime_->process.group.get();
   if (group == nullptr) {
     return value;
   }
   auto total = torch::tensor({value}, torch::dtype(torch::kInt64).device(runtime_->process.device));
-  if (*runtime_->process.options.debug) {
-    require_same_calls(*group, Collective::ReduceNumber, &total);
-  }
-  group->sum(total, "reduce of a number");
-  const int64_t sum = total.item<int64_t>();
-  return op == "mean" ? sum / group->size() : sum;
+  combine_number(*group, total, op, *runtime_->process.options.debug);
+  const int64_t combined = total.item<int64_t>();
+  return op == "mean" ? combined / group->size() : combined;
 }
 
 double Accelerator::reduce_floating(double value, const std::string &op) {
-  check_scalar_op(op);
+  reduce_op(op); // an unknown op is refused on one process too
   auto *group = runtime_->process.group.get();
   if (group == nullptr) {
     return value;
   }
   auto total =
       torch::tensor({value}, torch::dtype(torch::kFloat64).device(runtime_->process.device));
-  if (*runtime_->process.options.debug) {
-    require_same_calls(*group, Collective::ReduceNumber, &total);
-  }
-  group->sum(total, "reduce of a number");
-  const double sum = total.item<double>();
-  return op == "mean" ? sum / group->size() : sum;
+  combine_number(*group, total, op, *runtime_->process.options.debug);
+  const double combined = total.item<double>();
+  return op == "mean" ? combined / group->size() : combined;
 }
 
 torch::Tensor Accelerator::broadcast(const torch::Tensor &tensor, int src) {

@@ -162,12 +162,41 @@ void train(torch::nn::Linear &model) {
   optimizer.step();
 }
 
-// A model at namespace scope: not prepared, with a warning.
+// A model at namespace scope that nothing replaces, or that only this function sets before
+// the optimizer: prepared here. One set again after the optimizer, or set in another function
+// too, may hold another model when it trains: not prepared, with a warning. A model held by a
+// std::unique_ptr is said by name.
 torch::nn::Linear global_model(4, 1);
+std::shared_ptr<Plain> global_net;
+std::shared_ptr<Plain> replaced_net;
 void train_global() {
   torch::optim::SGD optimizer(global_model->parameters(), 0.1);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'global_model' is created outside 'train_global'; call accelerator.prepare(global_model, optimizer) where both are in scope, before training [accel-prepare]
+  // CHECK-FIXES: torch::optim::SGD optimizer(global_model->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(global_model, optimizer);
   global_model(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+void set_in_this_function() {
+  global_net = std::make_shared<Plain>();
+  torch::optim::SGD optimizer(global_net->parameters(), 0.1);
+  // CHECK-FIXES: torch::optim::SGD optimizer(global_net->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(global_net, optimizer);
+  global_net->fc(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+void replaced_after() {
+  replaced_net = std::make_shared<Plain>();
+  torch::optim::SGD optimizer(replaced_net->parameters(), 0.1);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'replaced_net' is a global variable that is set or passed on outside 'replaced_after' or after optimizer 'optimizer' is created, so it may hold another model by the time it trains; call accelerator.prepare(replaced_net, optimizer) where both are in scope, before training [accel-prepare]
+  replaced_net = std::make_shared<Plain>();
+  replaced_net->fc(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+void held_uniquely() {
+  auto net = std::make_unique<Plain>();
+  torch::optim::SGD optimizer(net->parameters(), 0.1);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'net' is held by a std::unique_ptr, which accel-rewrite does not prepare; hold it in a std::shared_ptr (std::make_shared) and run accel-rewrite again, or call accelerator.prepare(*net, optimizer) after both are created, before training [accel-prepare]
+  net->fc(torch::randn({2, 4})).sum().backward();
   optimizer.step();
 }
 
@@ -288,6 +317,9 @@ int main() {
   torch::nn::Linear model(4, 1);
   train(model);
   train_global();
+  set_in_this_function();
+  replaced_after();
+  held_uniquely();
   recreated();
   kfold();
   one_after_the_other();

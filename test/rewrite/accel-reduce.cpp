@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -616,6 +617,55 @@ void changed_where_not_followed() {
   // CHECK-FIXES: {{^}}  accelerator.print() << net->weight << '\n';
 }
 
+// A batch's value printed through a helper's parameter, a text buffer that snprintf fills or a
+// string stream, and a per-sample loss's largest and smallest values: combined where the value
+// is taken ("max" and "min" for the extremes). A count that a helper keeps through a reference
+// parameter is warned about where it is printed.
+void print_step(int step, double loss) { std::printf("step %d loss %.4f\n", step, loss); }
+// CHECK-FIXES: void print_step(accelerate::Accelerator &accelerator, int step, double loss) { accelerator.printf("step %d loss %.4f\n", step, loss); }
+template <typename Loader>
+double count_into(torch::nn::Linear &net, Loader &loader, torch::optim::Optimizer &opt,
+                  int64_t &samples) {
+  double sum = 0;
+  for (auto &b : loader) {
+    opt.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    opt.step();
+    sum += loss.item().toDouble() * b.data.size(0);
+    samples += b.data.size(0);
+  }
+  return sum;
+}
+void printed_elsewhere() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  int step = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto per_sample = net(b.data).pow(2).mean(1);
+    auto loss = per_sample.mean();
+    loss.backward();
+    sgd.step();
+    print_step(step++, loss.item<double>());
+    // CHECK-FIXES: print_step(accelerator, step++, accelerator.reduce(loss.item<double>(), "mean"));
+    char line[64];
+    std::snprintf(line, sizeof line, "loss %.4f", loss.item<double>());
+    // CHECK-FIXES: std::snprintf(line, sizeof line, "loss %.4f", accelerator.reduce(loss.item<double>(), "mean"));
+    std::puts(line);
+    // CHECK-FIXES: accelerator.print(line);
+    std::ostringstream text;
+    text << "worst " << per_sample.max().item<float>() << " best " << per_sample.min().item<float>();
+    // CHECK-FIXES: text << "worst " << accelerator.reduce(per_sample.max().item<float>(), "max") << " best " << accelerator.reduce(per_sample.min().item<float>(), "min");
+    std::cout << text.str() << '\n';
+  }
+  int64_t samples = 0;
+  const double sum = count_into(net, *data, sgd, samples);
+  std::printf("%.4f %lld\n", sum, static_cast<long long>(samples));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:58: warning: 'samples' is changed by 'count_into' (its parameter 'samples') from this process's batches (line {{[0-9]+}}) in a way accel-reduce does not follow{{.*}} [accel-reduce]
+}
+
 int main() {
   torch::nn::Linear model(4, 2);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -684,4 +734,5 @@ int main() {
   printed_forms();
   sums_by_the_callers_criterion();
   changed_where_not_followed();
+  printed_elsewhere();
 }

@@ -66,11 +66,15 @@ TEST(Operations, ReduceOfNumbersSumsAndAveragesInTheirOwnType) {
     static_assert(std::is_same_v<decltype(accelerator.reduce(1.0f)), float>);
     static_assert(std::is_same_v<decltype(accelerator.reduce(size_t{1})), size_t>);
     static_assert(std::is_same_v<decltype(accelerator.reduce(torch::ones({1}))), torch::Tensor>);
+    // The largest or smallest value of a batch (a per-sample loss's max), across processes.
+    EXPECT_EQ(accelerator.reduce(r == 0 ? 2.5 : 0.5, "max"), 2.5);
+    EXPECT_EQ(accelerator.reduce(r == 0 ? 2.5f : 0.5f, "min"), 0.5f);
+    EXPECT_EQ(accelerator.reduce(r == 0 ? int64_t{-3} : int64_t{7}, "max"), 7);
     try {
-      accelerator.reduce(1.0, "max");
-      ADD_FAILURE() << "max of a number is not offered";
+      accelerator.reduce(1.0, "median");
+      ADD_FAILURE() << "a median of a number is not offered";
     } catch (const std::invalid_argument &error) {
-      EXPECT_NE(std::string(error.what()).find("\"max\""), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("\"median\""), std::string::npos) << error.what();
     }
     // Still in step after the error: the bad op was refused before any communication.
     EXPECT_EQ(accelerator.reduce(1), 2);
@@ -83,6 +87,7 @@ TEST(Operations, ReduceOfANumberInOneProcessReturnsIt) {
   EXPECT_EQ(accelerator.reduce(7), 7);
   EXPECT_EQ(accelerator.reduce(7, "mean"), 7);
   EXPECT_EQ(accelerator.reduce(0.1), 0.1);
+  EXPECT_EQ(accelerator.reduce(0.1, "max"), 0.1);
   EXPECT_THROW(accelerator.reduce(7, "median"), std::invalid_argument);
 }
 

@@ -253,9 +253,10 @@ public:
   torch::Tensor gather_for_metrics(const torch::Tensor &tensor);
   /// "sum", "mean", "max" or "min" of the tensor across processes; returns a new tensor.
   torch::Tensor reduce(const torch::Tensor &tensor, const std::string &op = "sum");
-  /// "sum" or "mean" of a number across processes, e.g. a running loss or a count of correct
-  /// predictions: integral types are summed exactly (as int64; a mean rounds toward zero, as
-  /// integer division does), floating-point ones as double. Returns the value unchanged, with
+  /// "sum", "mean", "max" or "min" of a number across processes, e.g. a running loss, a count
+  /// of correct predictions or the largest loss of a batch: integral types are combined exactly
+  /// (as int64; a mean rounds toward zero, as integer division does), floating-point ones as
+  /// double. Returns the value unchanged, with
   /// no communication, when there is one process. A collective: every process must call it,
   /// so never inside an `if (accelerator.is_main_process())` block.
   template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
