@@ -1,5 +1,6 @@
-// accel-step: in a loop that runs a training step, optimizer.step(), scheduler.step() and
-// optimizer.zero_grad() become accelerator.step(...) and accelerator.zero_grad(...); a
+// accel-step: in a loop that runs a training step, optimizer.step(), scheduler.step(),
+// optimizer.zero_grad() and a loop clearing the model's gradients by hand become
+// accelerator.step(...) and accelerator.zero_grad(...); a
 // scheduler stepped once per epoch and calls outside training loops stay as they are.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
@@ -32,6 +33,21 @@ int main() {
       // CHECK-FIXES: accelerator.zero_grad(*adam, /*set_to_none=*/false);
       model->zero_grad();
       // CHECK-FIXES: accelerator.zero_grad(*model);
+      // Cleared by hand in a loop over the model's parameters: the model's zero_grad, keeping
+      // the tensors as zero_() did. Any other clearing by hand is said.
+      for (auto &p : model->parameters()) {
+        if (p.grad().defined()) {
+          p.grad().zero_();
+        }
+      }
+      // CHECK-FIXES: {{^}}      accelerator.zero_grad(*model, /*set_to_none=*/false);{{$}}
+      // CHECK-FIXES-NOT: p.grad().zero_();
+      for (auto &p : model->parameters())
+        p.mutable_grad().fill_(0);
+      // CHECK-FIXES: {{^}}      accelerator.zero_grad(*model, /*set_to_none=*/false);{{$}}
+      auto weights = model->parameters();
+      weights[0].grad().zero_();
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: this clears a gradient by hand, every step: under gradient accumulation (accel launch --gradient_accumulation_steps) it would clear the gradients the cycle is accumulating; clear them with optimizer.zero_grad() or model->zero_grad() (accel-rewrite makes them the accelerator's, which keep a cycle's gradients) [accel-step]
       auto loss = model(torch::randn({2, 4})).sum();
       loss.backward();
       optimizer.step();
