@@ -206,7 +206,8 @@ namespace {
 /// `stdout` as a C stdio call's stream argument.
 bool isStdoutStream(const Expr *E) {
   const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E ? E->IgnoreParenImpCasts() : nullptr);
-  return Ref && Ref->getDecl()->getDeclName().isIdentifier() && Ref->getDecl()->getName() == "stdout";
+  return Ref && Ref->getDecl()->getDeclName().isIdentifier() &&
+         Ref->getDecl()->getName() == "stdout";
 }
 } // namespace
 

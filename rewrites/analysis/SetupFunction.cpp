@@ -327,10 +327,9 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       bool SharedParameter = isa_and_nonnull<ParmVarDecl>(Model) &&
                              (Model->getType()->isReferenceType() ||
                               !isClassOrDerived(Model->getType(), "torch::nn::Module"));
-      const bool SetUpGlobal =
-          Model && globalModelSetUpBefore(Model, Block, Declaration, Ctx);
-      if (!Model ||
-          (!SharedParameter && !SetUpGlobal && (isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()))) {
+      const bool SetUpGlobal = Model && globalModelSetUpBefore(Model, Block, Declaration, Ctx);
+      if (!Model || (!SharedParameter && !SetUpGlobal &&
+                     (isa<ParmVarDecl>(Model) || !Model->isLocalVarDecl()))) {
         Outside = true;
         const std::string Where =
             Model && Model->isFileVarDecl()

@@ -114,8 +114,8 @@ bool insideOwnUpdate(const DeclRefExpr *Ref, ASTContext &Ctx) {
                Operator && Operator->isAssignmentOp() && Operator->getNumArgs() == 2) {
       Left = Operator->getArg(0);
     }
-    const auto *Target = Left ? dyn_cast<DeclRefExpr>(Left->IgnoreImplicit()->IgnoreParens())
-                              : nullptr;
+    const auto *Target =
+        Left ? dyn_cast<DeclRefExpr>(Left->IgnoreImplicit()->IgnoreParens()) : nullptr;
     if (Target && Target->getDecl() == Ref->getDecl()) {
       return insideShardedLoop(Ancestor.get<Stmt>(), Ctx);
     }
@@ -883,8 +883,8 @@ bool bufferPrinted(const VarDecl *Buffer, ASTContext &Ctx, int Hops) {
   bool Printed = false;
   forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
     const auto *Use = dyn_cast<DeclRefExpr>(S);
-    Printed = Printed || (Use && Use->getDecl() == Buffer &&
-                          printedUncombined(Use, Ctx, false, Hops + 1));
+    Printed = Printed ||
+              (Use && Use->getDecl() == Buffer && printedUncombined(Use, Ctx, false, Hops + 1));
   });
   return Printed;
 }
@@ -1249,8 +1249,8 @@ bool writesTextBuffer(const DeclRefExpr *Use, ASTContext &Ctx) {
 
 /// A use of Var (other than Except) that changes it from this process's batches where
 /// accel-reduce does not follow (printsValueChangedFromBatches), or null.
-const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except,
-                                     ASTContext &Ctx, int Depth = 0);
+const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except, ASTContext &Ctx,
+                                     int Depth = 0);
 
 /// The helper's parameter a use passes by reference to (`train(net, loader, samples)` with
 /// `int64_t &samples`), where the helper is a function of the main file; or null.
@@ -1273,8 +1273,8 @@ const ParmVarDecl *referenceParameterOf(const DeclRefExpr *Use, ASTContext &Ctx)
   return nullptr;
 }
 
-const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except,
-                                     ASTContext &Ctx, int Depth) {
+const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Except, ASTContext &Ctx,
+                                     int Depth) {
   // Where it can change: its function for a local or a parameter, every function of the main
   // file for a global or a static.
   llvm::SmallVector<const FunctionDecl *, 8> Scopes;
@@ -1314,7 +1314,8 @@ const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Exce
           return;
         }
       }
-      const Stmt *Call = insideShardedLoop(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
+      const Stmt *Call =
+          insideShardedLoop(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
       if (!Call || writesTextBuffer(Use, Ctx)) {
         return;
       }

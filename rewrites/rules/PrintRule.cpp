@@ -76,12 +76,11 @@ Rule makePrintRule() {
     return llvm::SmallVector<Edit, 1>{Head};
   };
   // puts, fputs and putchar as statements become the accelerator's stream.
-  auto Streamed = callExpr(InAcceleratorFunction, resultUnused(),
-                           anyOf(writesStdoutAs(StdoutCall::Puts),
-                                 writesStdoutAs(StdoutCall::FputsStdout),
-                                 writesStdoutAs(StdoutCall::Putchar),
-                                 writesStdoutAs(StdoutCall::FputcStdout)))
-                      .bind("call");
+  auto Streamed =
+      callExpr(InAcceleratorFunction, resultUnused(),
+               anyOf(writesStdoutAs(StdoutCall::Puts), writesStdoutAs(StdoutCall::FputsStdout),
+                     writesStdoutAs(StdoutCall::Putchar), writesStdoutAs(StdoutCall::FputcStdout)))
+          .bind("call");
   auto StreamedText = [](const MatchResult &Match) -> std::string {
     const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
     const Expr *Arg = Call->getArg(0);
@@ -95,23 +94,24 @@ Rule makePrintRule() {
     }
   };
   // What puts or putchar returns is read: no stream expression can stand there.
-  auto ResultRead = callExpr(InAcceleratorFunction, unless(resultUnused()),
-                             anyOf(writesStdoutAs(StdoutCall::Puts),
-                                   writesStdoutAs(StdoutCall::FputsStdout),
-                                   writesStdoutAs(StdoutCall::Putchar),
-                                   writesStdoutAs(StdoutCall::FputcStdout)))
-                        .bind("call");
+  auto ResultRead =
+      callExpr(InAcceleratorFunction, unless(resultUnused()),
+               anyOf(writesStdoutAs(StdoutCall::Puts), writesStdoutAs(StdoutCall::FputsStdout),
+                     writesStdoutAs(StdoutCall::Putchar), writesStdoutAs(StdoutCall::FputcStdout)))
+          .bind("call");
   return applyFirst<Finding>(
       {makeRule(Cout, changeTo(node("cout"), cat("accelerator.print()")),
                 explain("cout", "accelerator.print() is std::cout on the main process and "
-                                "discards the text on the others: " + Once)),
+                                "discards the text on the others: " +
+                                    Once)),
        makeRule(Printf, changeTo(node("callee"), cat("accelerator.printf")),
                 explain("call", "accelerator.printf prints on the main process only: " + Once)),
        makeRule(FprintfStdout, DropStream,
                 explain("call", "accelerator.printf prints on the main process only: " + Once)),
        makeRule(Streamed, changeTo(node("call"), run(StreamedText)),
                 explain("call", "accelerator.print() writes to standard output on the main "
-                                "process only: " + Once)),
+                                "process only: " +
+                                    Once)),
        makeRule(ResultRead, noEdits(),
                 warn("call", "this writes to standard output on every process, and what it "
                              "returns is read, so accel-print leaves it; print the text with "

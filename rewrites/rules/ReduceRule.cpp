@@ -12,9 +12,9 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/DivergentSteps.h"
 #include "analysis/SetupFunction.h"
-#include "analysis/TrainingPlan.h"
 #include "analysis/Statistics.h"
 #include "analysis/TrainingLoops.h"
+#include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
@@ -76,8 +76,8 @@ AST_MATCHER(Stmt, onSomeProcesses) {
 AST_MATCHER(DeclRefExpr, printsChangedFromBatches) {
   ASTContext &Ctx = Finder->getASTContext();
   // In a training left as written nothing is shared: the print is the whole run's.
-  const unsigned Offset =
-      Ctx.getSourceManager().getFileOffset(Ctx.getSourceManager().getExpansionLoc(Node.getBeginLoc()));
+  const unsigned Offset = Ctx.getSourceManager().getFileOffset(
+      Ctx.getSourceManager().getExpansionLoc(Node.getBeginLoc()));
   for (const auto &[Begin, End] : AnalysisContext::of(Ctx).trainingPlans().DeclinedRanges) {
     if (Begin <= Offset && Offset < End) {
       return false;
@@ -298,17 +298,16 @@ Rule makeReduceRule() {
   auto ChangedFromBatches = makeRule(
       declRefExpr(inUserCode(), forFunction(acceleratorFunction()), printsChangedFromBatches())
           .bind("read"),
-      noEdits(),
-      finding(Finding::Warning, "read", [](const MatchResult &Match) {
+      noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         const Stmt *Change = nullptr;
         const VarDecl *Source = nullptr;
         printsValueChangedFromBatches(Ref, *Match.Context, Change, Source);
         const std::string Name = Ref->getDecl()->getNameAsString();
-        std::string Subject =
-            Source == Ref->getDecl()
-                ? "'" + Name + "' is changed"
-                : "'" + Name + "' is made from '" + Source->getNameAsString() + "', which is changed";
+        std::string Subject = Source == Ref->getDecl()
+                                  ? "'" + Name + "' is changed"
+                                  : "'" + Name + "' is made from '" + Source->getNameAsString() +
+                                        "', which is changed";
         // Changed by a helper it is passed to by reference.
         if (const auto *Param = dyn_cast<ParmVarDecl>(cast<DeclRefExpr>(Change)->getDecl())) {
           Subject += " by '" + cast<FunctionDecl>(Param->getDeclContext())->getNameAsString() +

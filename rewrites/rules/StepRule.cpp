@@ -67,7 +67,8 @@ bool zeroesGradient(const Stmt *S, const VarDecl **Parameter = nullptr) {
   }
   const auto *Integer = dyn_cast_or_null<IntegerLiteral>(Value);
   const auto *Floating = dyn_cast_or_null<FloatingLiteral>(Value);
-  const bool Zero = (Integer && Integer->getValue() == 0) || (Floating && Floating->getValue().isZero());
+  const bool Zero =
+      (Integer && Integer->getValue() == 0) || (Floating && Floating->getValue().isZero());
   if (!(Method->getName() == "zero_" && Args.empty()) && !(Method->getName() == "fill_" && Zero)) {
     return false;
   }
@@ -103,9 +104,10 @@ const CXXMemberCallExpr *clearedModel(const CXXForRangeStmt *Loop) {
     }
     if (const auto *If = dyn_cast<IfStmt>(S)) {
       const auto *Defined = dyn_cast<CXXMemberCallExpr>(If->getCond()->IgnoreImplicit());
-      const auto *Grad = Defined ? dyn_cast<CXXMemberCallExpr>(
-                                       Defined->getImplicitObjectArgument()->IgnoreImplicit())
-                                 : nullptr;
+      const auto *Grad =
+          Defined
+              ? dyn_cast<CXXMemberCallExpr>(Defined->getImplicitObjectArgument()->IgnoreImplicit())
+              : nullptr;
       return !If->getElse() && !If->getInit() && !If->getConditionVariable() && Grad &&
              Defined->getMethodDecl()->getName() == "defined" &&
              namedVar(Grad->getImplicitObjectArgument()->IgnoreParenImpCasts()) == Var &&
@@ -172,8 +174,8 @@ Rule makeStepRule() {
       cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()), zeroesGradientNode(),
                         anyOf(inTrainingStep(), inTrainingStepLoop()));
   auto ClearingLoop = cxxForRangeStmt(inUserCode(), forFunction(acceleratorFunction()),
-                                     inTrainingStepLoop(), clearsModelGradients())
-                         .bind("loop");
+                                      inTrainingStepLoop(), clearsModelGradients())
+                          .bind("loop");
   auto ModelCleared = [](const MatchResult &Match) -> std::string {
     const auto *Loop = Match.Nodes.getNodeAs<CXXForRangeStmt>("loop");
     return "accelerator.zero_grad(" + calledObject(clearedModel(Loop), *Match.Context) +

@@ -246,6 +246,9 @@ const Program kPrinting[] = {
     {"kfold_learner", true, true},       {"distill_try_tabs", true, false},
     {"csv_roundtrip", true, false},      {"cache_json_tabs", true, true},
     {"permutation_course", true, false}, {"narrow_epochs_tabs", true, false},
+    // Not a helper's training, but its gradients are cleared by hand: accumulation must keep
+    // the cycle's gradients through the rewritten clearing.
+    {"c_logging_blog", true, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
