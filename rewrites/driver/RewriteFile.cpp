@@ -122,6 +122,33 @@ private:
   PreambleCache *Preambles;
 };
 
+// A build's clang precompiled header (CMake passes `-Xclang -include-pch -Xclang F.pch`
+// beside `-Xclang -include -Xclang F.hxx`) may come from another clang than the one this tool
+// links, which refuses it, or not be built yet. The header it was made from is still included,
+// so dropping it changes nothing but speed, and the preamble cache gives that back.
+clang::tooling::CommandLineArguments
+withoutClangPrecompiledHeader(const clang::tooling::CommandLineArguments &Args,
+                              llvm::StringRef /*File*/) {
+  clang::tooling::CommandLineArguments Kept;
+  for (size_t I = 0; I < Args.size(); ++I) {
+    const bool ThroughXclang = Args[I] == "-Xclang" && I + 3 < Args.size() &&
+                               Args[I + 1] == "-include-pch" && Args[I + 2] == "-Xclang";
+    if (ThroughXclang) {
+      I += 3;
+      continue;
+    }
+    if (Args[I] == "-include-pch" && I + 1 < Args.size()) {
+      ++I;
+      continue;
+    }
+    if (llvm::StringRef(Args[I]).starts_with("-include-pch=")) {
+      continue;
+    }
+    Kept.push_back(Args[I]);
+  }
+  return Kept;
+}
+
 } // namespace
 
 std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase &Compilations,
@@ -148,6 +175,7 @@ std::optional<FileRewrite> rewriteFile(const clang::tooling::CompilationDatabase
   // (or its GCC precompiled header, which clang ignores with a warning) must not fail it.
   Tool.appendArgumentsAdjuster(clang::tooling::getInsertArgumentAdjuster(
       {("-resource-dir=" + ResourceDir).str(), "-w"}, clang::tooling::ArgumentInsertPosition::END));
+  Tool.appendArgumentsAdjuster(withoutClangPrecompiledHeader);
   Tool.setPrintErrorMessage(false); // The caller reports the failure its own way.
 
   FileRewrite Result;

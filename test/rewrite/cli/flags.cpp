@@ -17,6 +17,15 @@
 // RUN: %expect-exit 2 %accel-rewrite -p %t/build %s 2>&1 | FileCheck %s --check-prefix=CXX20
 // CXX20: error: static assertion failed{{.*}}strict C++17
 //
+// A build's clang precompiled header is dropped (it may come from another clang, or not be
+// built yet); the header it was made from is still included.
+// RUN: mkdir -p %t/pch-build
+// RUN: sed -e 's|@DIR@|%/t/pch-build|g' -e 's|@FILE@|%/s|g' -e 's|@HEADER@|%/S/Inputs/pch-header.h|g' \
+// RUN:   -e 's|@FLAGS@|%torch_flags|g' %S/Inputs/compile_commands_pch.json.in \
+// RUN:   > %t/pch-build/compile_commands.json
+// RUN: %accel-rewrite -p %t/pch-build %s -o %t/pch.cpp
+// RUN: diff %s %t/pch.cpp
+//
 // RUN: %expect-exit 1 %accel-rewrite -p %t/nowhere %s 2>&1 | FileCheck %s --check-prefix=NO-DB
 // NO-DB: accel-rewrite: error: cannot use -p {{.*}}nowhere:
 // RUN: %expect-exit 1 %accel-rewrite -p %t/build %s -- -std=c++17 2>&1 \
@@ -26,6 +35,10 @@
 static_assert(__cplusplus == 201703L, "expected strict C++17");
 #ifndef __STRICT_ANSI__
 #error expected strict C++17, not GNU C++17
+#endif
+
+#if defined(EXPECT_PCH_HEADER) && !defined(FLAGS_PCH_HEADER_INCLUDED)
+#error the header the precompiled header was made from must still be included
 #endif
 
 // A small LibTorch header (c10's DeviceType): the tool refuses a file that includes none. The
