@@ -17,28 +17,36 @@
 //
 // A program that names the CPU and no other device stays on the CPU too (the section at the
 // end, by DEVICE_CHOICE); one that names a GPU, or a device it reads at run time, does not.
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/cpu1.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=1
+// Each choice is a copy of the input that defines it after the includes, not a -D flag: a
+// flag is part of the preamble's key, so each would build a preamble of its own (about 15 s).
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 1\n&/" %t/input.cpp > %t/choice1.cpp
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 2\n&/" %t/input.cpp > %t/choice2.cpp
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 3\n&/" %t/input.cpp > %t/choice3.cpp
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 4\n&/" %t/input.cpp > %t/choice4.cpp
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 5\n&/" %t/input.cpp > %t/choice5.cpp
+// RUN: sed "s/^#ifdef DEVICE_CHOICE$/#define DEVICE_CHOICE 6\n&/" %t/input.cpp > %t/choice6.cpp
+// RUN: %accel-rewrite --rules=-training-loop %t/choice1.cpp -o %t/cpu1.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=CPU --input-file=%t/cpu1.cpp
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/cpu2.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=2
+// RUN: %accel-rewrite --rules=-training-loop %t/choice2.cpp -o %t/cpu2.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=CPU --input-file=%t/cpu2.cpp
 // CPU: void run() { accelerate::Accelerator accelerator(accelerate::Options::on_cpu()); torch::nn::Linear
-// RUN: %not %accel-rewrite --check --rules=-training-loop %t/input.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=1 > %t/cpu1.txt
+// RUN: %not %accel-rewrite --check --rules=-training-loop %t/choice1.cpp -- %torch_flags \
+// RUN:   -I%runtime_include > %t/cpu1.txt
 // RUN: FileCheck %s --check-prefix=SAYS-CPU --input-file=%t/cpu1.txt
 // SAYS-CPU: this program names no device but the CPU, so the run stays on the CPU (Options::on_cpu()){{.*}}choose the device as `torch::cuda::is_available() ? torch::kCUDA : torch::kCPU`
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu3.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=3
+// RUN: %accel-rewrite --rules=-training-loop %t/choice3.cpp -o %t/gpu3.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu3.cpp
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu4.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=4
+// RUN: %accel-rewrite --rules=-training-loop %t/choice4.cpp -o %t/gpu4.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu4.cpp
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu5.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=5
+// RUN: %accel-rewrite --rules=-training-loop %t/choice5.cpp -o %t/gpu5.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu5.cpp
-// RUN: %accel-rewrite --rules=-training-loop %t/input.cpp -o %t/gpu6.cpp -- %torch_flags \
-// RUN:   -I%runtime_include -DDEVICE_CHOICE=6
+// RUN: %accel-rewrite --rules=-training-loop %t/choice6.cpp -o %t/gpu6.cpp -- %torch_flags \
+// RUN:   -I%runtime_include
 // RUN: FileCheck %s --check-prefix=GPU --input-file=%t/gpu6.cpp
 // GPU: void run() { accelerate::Accelerator accelerator; torch::nn::Linear
 
