@@ -46,8 +46,14 @@ def corpus_programs():
 
 
 def language_flags(build, source):
-    """The -std/-I/-isystem/-D flags of source's compile command in build's database."""
-    with open(os.path.join(build, "compile_commands.json")) as f:
+    """The -std/-I/-isystem/-D flags of source's compile command in the database of the corpus
+    project (build/test/corpus/programs, which `cmake --build build --target corpus_programs`
+    configures)."""
+    database = os.path.join(build, "test", "corpus", "programs", "compile_commands.json")
+    if not os.path.exists(database):
+        sys.exit(f"rewrite_speed: no {database}; build the corpus first: "
+                 f"cmake --build {build} --target corpus_programs")
+    with open(database) as f:
         for entry in json.load(f):
             if os.path.realpath(entry["file"]) == os.path.realpath(source):
                 args = entry.get("arguments") or shlex.split(entry["command"])
@@ -62,7 +68,7 @@ def language_flags(build, source):
                         flags.append(arg)
                     i += 1
                 return flags
-    sys.exit(f"rewrite_speed: {source} is not in {build}/compile_commands.json; build it first")
+    sys.exit(f"rewrite_speed: {source} is not in {database}; build the corpus first")
 
 
 def timed(command, ok=(0,), env=None):

@@ -27,11 +27,22 @@ def llvm_tool(name):
 accel_rewrite = os.path.join(config.accel_tools_dir, "accel-rewrite")
 torch_flags = ["-std=c++17"] + [f"-isystem {d}" for d in config.torch_include_dirs]
 utils = os.path.join(config.test_source_root, "rewrite", "utils")
+# The tool's default flags as a compile_flags.txt (one argument a line), for tests whose files
+# the language server opens: it looks for a compilation database in the file's directory and
+# above, and the build tree's own (build/compile_commands.json, above every test's %t) would
+# lend them the flags of whichever of its files has the most similar name.
+torch_compile_flags = os.path.join(config.test_exec_root, "torch_compile_flags.txt")
+os.makedirs(config.test_exec_root, exist_ok=True)
+with open(torch_compile_flags, "w") as flags_file:
+    flags_file.write("\n".join(
+        ["-std=c++17"] + [f"-isystem{d}" for d in config.torch_include_dirs]
+        + ["-isystem" + os.path.join(config.accel_src_root, "runtime", "include")]) + "\n")
 # Substitutions are regular expressions; tool names match as whole words only.
 config.substitutions += [
     ("%accel-rewrite", accel_rewrite),
     ("%torch_flags", " ".join(torch_flags)),
     ("%torch_include_dirs", " ".join(config.torch_include_dirs)),
+    ("%torch_compile_flags_txt", torch_compile_flags),
     ("%expect-exit", f'"{sys.executable}" "{os.path.join(utils, "expect-exit.py")}"'),
     ("%strip-checks", f'"{sys.executable}" "{os.path.join(utils, "strip-checks.py")}"'),
     ("%lsp-misuse", f'"{sys.executable}" "{os.path.join(utils, "lsp-misuse.py")}"'),

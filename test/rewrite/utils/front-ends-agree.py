@@ -6,7 +6,8 @@ For each FILE: `accel-rewrite --check --format=json`, the plain rewrite's warnin
 `accel-rewrite --lsp` (diagnostics after didOpen, quick fixes from codeAction) and clang-tidy
 with the accel-* checks (--export-fixes) must report the same findings: rule, line, column,
 message, and edits that make the same text of the file. FLAGS go to clang-tidy; accel-rewrite
-and its server use their defaults, which are the same LibTorch flags. Prints one summary line
+uses its defaults, which are the same LibTorch flags, and its server the compile_flags.txt the
+test puts beside the files (the same again). Prints one summary line
 per file.
 """
 import json
