@@ -172,12 +172,13 @@ message(STATUS "accel: LibTorch ${ACCEL_TORCH_VERSION} from ${Torch_DIR}")
 # executable that includes it (GCC refuses a header precompiled with -fPIC in a -fPIE compile).
 # CMake adds -Winvalid-pch, so a header that does not fit is never skipped silently. Loading the
 # 0.9 GB header costs seconds too, so files that do not include LibTorch are left without it
-# (SKIP_PRECOMPILE_HEADERS); clang's headers are not precompiled for the same reason: a 1 GB
-# header made small files of the tool ten times slower and the rules no faster.
+# (SKIP_PRECOMPILE_HEADERS). The rule library precompiles the clang headers it uses instead
+# (rewrites/CMakeLists.txt).
 # accel_precompile_torch(TARGET [OWNER]): TARGET compiles with the precompiled <torch/torch.h>,
 # an executable without debug information unless ACCEL_TEST_DEBUG_INFO (CMakeLists.txt says why).
-# OWNER builds it (accel_runtime; accel-selftest for the executables); the others reuse
-# accel-selftest's.
+# OWNER builds it (accel_runtime; accel-selftest for the executables; accel_test_torch_pch for
+# everything under test/, which compiles with the tests' flags); the others reuse
+# accel-selftest's, or accel_test_torch_pch's under test/.
 function(accel_precompile_torch target)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
@@ -186,9 +187,15 @@ function(accel_precompile_torch target)
   if(NOT ACCEL_PRECOMPILE_HEADERS)
     return()
   endif()
+  get_target_property(source_dir ${target} SOURCE_DIR)
+  string(FIND "${source_dir}/" "${PROJECT_SOURCE_DIR}/test/" under_test)
+  set(owner accel-selftest)
+  if(under_test EQUAL 0)
+    set(owner accel_test_torch_pch)
+  endif()
   if(ARGV1 STREQUAL "OWNER")
     target_precompile_headers(${target} PRIVATE <torch/torch.h>)
   else()
-    target_precompile_headers(${target} REUSE_FROM accel-selftest)
+    target_precompile_headers(${target} REUSE_FROM ${owner})
   endif()
 endfunction()
