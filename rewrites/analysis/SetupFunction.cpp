@@ -299,24 +299,6 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
         }
         Used = Member->getMemberDecl();
       }
-      if (Used && !Outside) {
-        // `auto net = std::make_unique<Net>()`: said by name, not as a model it cannot find.
-        const QualType Pointee = smartPointee(Used->getType().getNonReferenceType());
-        const auto *Holder = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
-            recordOf(Used->getType().getNonReferenceType()));
-        if (!Pointee.isNull() && isClassOrDerived(Pointee, "torch::nn::Module") && Holder &&
-            qualifiedName(Holder) == "std::unique_ptr") {
-          Outside = true;
-          Problem(S->getBeginLoc(),
-                  "model '" + Used->getNameAsString() +
-                      "' is held by a std::unique_ptr, which accel-rewrite does not prepare; "
-                      "hold it in a std::shared_ptr (std::make_shared) and run accel-rewrite "
-                      "again, or call accelerator.prepare(*" +
-                      Used->getNameAsString() + ", " + Var->getNameAsString() +
-                      ") after both are created, before training");
-          return;
-        }
-      }
       if (!Used || !isModelType(Used->getType().getNonReferenceType())) {
         return;
       }

@@ -97,13 +97,9 @@ bool isModelType(QualType Type) {
       isClassOrDerived(Type, "torch::nn::ModuleHolder")) {
     return true;
   }
-  const auto *Shared = dyn_cast_or_null<ClassTemplateSpecializationDecl>(recordOf(Type));
-  if (!Shared || qualifiedName(Shared) != "std::shared_ptr" ||
-      Shared->getTemplateArgs().size() < 1 ||
-      Shared->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
-    return false;
-  }
-  return isClassOrDerived(Shared->getTemplateArgs()[0].getAsType(), "torch::nn::Module");
+  // std::shared_ptr or std::unique_ptr to a module: prepare takes both.
+  const QualType Pointee = smartPointee(Type);
+  return !Pointee.isNull() && isClassOrDerived(Pointee, "torch::nn::Module");
 }
 
 QualType smartPointee(QualType Type) {

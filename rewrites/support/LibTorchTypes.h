@@ -24,8 +24,8 @@ bool isScalarTypeEnum(clang::QualType Type);  // c10::ScalarType (torch::kFloat)
 bool isOptimizerType(clang::QualType Type);   // torch::optim::Optimizer and subclasses
 bool isSchedulerType(clang::QualType Type);   // torch::optim::LRScheduler and subclasses
 bool isAcceleratorType(clang::QualType Type); // accelerate::Accelerator
-/// A model: a ModuleHolder (TORCH_MODULE), a torch::nn::Module subclass, or a shared_ptr
-/// to one. Never a reference or pointer.
+/// A model: a ModuleHolder (TORCH_MODULE), a torch::nn::Module subclass, or a
+/// std::shared_ptr or std::unique_ptr to one. Never a reference or raw pointer.
 bool isModelType(clang::QualType Type);
 /// What a std::unique_ptr or std::shared_ptr points to; a null type for other types.
 clang::QualType smartPointee(clang::QualType Type);

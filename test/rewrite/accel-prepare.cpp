@@ -195,7 +195,8 @@ void replaced_after() {
 void held_uniquely() {
   auto net = std::make_unique<Plain>();
   torch::optim::SGD optimizer(net->parameters(), 0.1);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: model 'net' is held by a std::unique_ptr, which accel-rewrite does not prepare; hold it in a std::shared_ptr (std::make_shared) and run accel-rewrite again, or call accelerator.prepare(*net, optimizer) after both are created, before training [accel-prepare]
+  // CHECK-FIXES: torch::optim::SGD optimizer(net->parameters(), 0.1);
+  // CHECK-FIXES-NEXT: accelerator.prepare(net, optimizer);
   net->fc(torch::randn({2, 4})).sum().backward();
   optimizer.step();
 }

@@ -112,12 +112,15 @@ TEST(Accelerator, PrepareTakesEveryFormAModelIsHeldIn) {
     Net holder;                                // ModuleHolder (TORCH_MODULE)
     NetImpl by_value;                          // a plain Module
     auto shared = std::make_shared<NetImpl>(); // std::shared_ptr<Module>
+    auto unique = std::make_unique<NetImpl>(); // std::unique_ptr<Module>
     torch::optim::SGD optimizer(holder->parameters(), 0.1);
     torch::optim::StepLR scheduler(optimizer, /*step_size=*/1, /*gamma=*/0.5);
+    auto unique_optimizer = std::make_unique<torch::optim::SGD>(unique->parameters(), 0.1);
     accelerator.prepare(holder, optimizer, scheduler);
     accelerator.prepare(by_value, shared);
-    for (const auto &parameters :
-         {holder->parameters(), by_value.parameters(), shared->parameters()}) {
+    accelerator.prepare(unique, unique_optimizer);
+    for (const auto &parameters : {holder->parameters(), by_value.parameters(),
+                                   shared->parameters(), unique->parameters()}) {
       for (const auto &p : parameters) {
         auto both = accelerator.gather(p.detach().unsqueeze(0));
         EXPECT_TRUE(torch::equal(both[0], both[1])) << "prepare did not broadcast rank 0's state";
@@ -125,11 +128,15 @@ TEST(Accelerator, PrepareTakesEveryFormAModelIsHeldIn) {
     }
     // Gradients of each form are synchronised.
     auto x = torch::ones({2, 8}) * (peer.rank + 1);
-    accelerator.backward(by_value.forward(x).sum() + shared->forward(x).sum());
-    for (const auto &p : by_value.parameters()) {
-      auto both = accelerator.gather(p.grad().unsqueeze(0));
-      EXPECT_TRUE(torch::equal(both[0], both[1]));
+    accelerator.backward(by_value.forward(x).sum() + shared->forward(x).sum() +
+                         unique->forward(x).sum());
+    for (const auto &parameters : {by_value.parameters(), unique->parameters()}) {
+      for (const auto &p : parameters) {
+        auto both = accelerator.gather(p.grad().unsqueeze(0));
+        EXPECT_TRUE(torch::equal(both[0], both[1]));
+      }
     }
+    unique_optimizer->step();
     optimizer.step();
     scheduler.step();
   });

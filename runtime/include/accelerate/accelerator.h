@@ -347,6 +347,8 @@ private:
       prepare_one(*model);
     }
   }
+  // A model or optimizer held by a unique_ptr is prepared in place, as one held by value.
+  template <typename M> void prepare_one(std::unique_ptr<M> &object) { prepare_one(*object); }
   template <typename T> void prepare_one(T &object) {
     if constexpr (std::is_base_of_v<torch::detail::ModuleHolderIndicator, T>) {
       prepare_module(*object.ptr(), object.ptr()); // Net model; (TORCH_MODULE)
