@@ -4,6 +4,7 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
+#include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
 
@@ -37,6 +38,15 @@ bool declaresAnyAccelerator(const FunctionDecl *Function, ASTContext &Ctx) {
               .empty();
 }
 
+/// Functions that never get the parameter, whatever they do: main, lambdas, constructors,
+/// destructors, conversions, operators, C functions, template instances (their template does).
+bool neverReceives(const FunctionDecl *Function) {
+  return Function->isMain() || isLambdaOperator(Function) || isa<CXXConstructorDecl>(Function) ||
+         isa<CXXDestructorDecl>(Function) || isa<CXXConversionDecl>(Function) ||
+         Function->isOverloadedOperator() || Function->isExternC() ||
+         Function->isTemplateInstantiation();
+}
+
 } // namespace
 
 std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTContext &Ctx) {
@@ -58,10 +68,7 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
   // Candidates: the main file's plain functions and methods without an accelerator.
   llvm::DenseMap<const FunctionDecl *, const FunctionDecl *> Definition; // canonical -> body
   for (const FunctionDecl *Function : Functions.Definitions) {
-    if (Function->isMain() || isLambdaOperator(Function) || isa<CXXConstructorDecl>(Function) ||
-        isa<CXXDestructorDecl>(Function) || isa<CXXConversionDecl>(Function) ||
-        Function->isOverloadedOperator() || Function->isExternC() ||
-        Function->isTemplateInstantiation() || declaresAnyAccelerator(Function, Ctx) ||
+    if (neverReceives(Function) || declaresAnyAccelerator(Function, Ctx) ||
         HasOwnAccelerator(Function)) {
       continue;
     }
@@ -192,6 +199,16 @@ const AcceleratorParameterPlan *acceleratorParameterPlan(const FunctionDecl *Fun
 }
 
 bool receivesAcceleratorParameter(const FunctionDecl *Function, ASTContext &Ctx) {
+  if (neverReceives(canonical(Function))) {
+    return false;
+  }
+  if (AnalysisContext::of(Ctx).computingAcceleratorParameters()) {
+    // Asked by the analysis itself (whether a statistic's loop is a sharded one): a function
+    // that trains gets the parameter, as the analysis will decide unless its own problems
+    // (virtual, address taken, declared in a header) stop it.
+    const FunctionDecl *Definition = Function->getDefinition();
+    return Definition && Definition->getBody() && trains(Definition->getBody(), Ctx);
+  }
   const AcceleratorParameterPlan *Plan = acceleratorParameterPlan(Function, Ctx);
   return Plan && Plan->Receives;
 }

@@ -79,6 +79,9 @@ public:
   /// Who calls what in the main file (analysis/CallGraph.h).
   const CallGraph &callGraph();
   const AcceleratorParameterAnalysis &acceleratorParameters();
+  /// True while acceleratorParameters() is being computed: a question it asks that leads back
+  /// to it (is a loader's function given an accelerator?) must be answered without it.
+  bool computingAcceleratorParameters() const { return ComputingParameters; }
   /// Whether main declares the Accelerator for the setup functions it calls
   /// (analysis/EntryFunction.h).
   const EntryHosting &entryHosting();

@@ -526,6 +526,17 @@ bool contains(const Stmt *Outer, const Stmt *Inner, const SourceManager &SM) {
 
 } // namespace
 
+namespace {
+/// A method whose first parameter is a std::string (a file name).
+AST_MATCHER(CXXMethodDecl, takesFileName) {
+  if (Node.getNumParams() < 1) {
+    return false;
+  }
+  const auto *Record = recordOf(Node.getParamDecl(0)->getType().getNonReferenceType());
+  return Record && Record->isInStdNamespace() && Record->getName() == "basic_string";
+}
+} // namespace
+
 StatementMatcher fileWrite() {
   auto Stream = cxxRecordDecl(hasName("::std::basic_ofstream"));
   return stmt(anyOf(
@@ -533,6 +544,11 @@ StatementMatcher fileWrite() {
           .bind("write"),
       cxxMemberCallExpr(callee(cxxMethodDecl(hasName("open"), ofClass(Stream)))).bind("write"),
       callExpr(callee(functionDecl(hasAnyName("::fopen", "::std::fopen"))), opensForWriting())
+          .bind("write"),
+      // archive.save_to("model.pt") (not the overloads that write to a stream or a function).
+      cxxMemberCallExpr(callee(cxxMethodDecl(hasName("save_to"),
+                                             ofClass(hasName("::torch::serialize::OutputArchive")),
+                                             takesFileName())))
           .bind("write"),
       // The C library's remove and rename (std::remove the algorithm is a template).
       callExpr(callee(functionDecl(hasAnyName("::remove", "::rename", "::std::filesystem::remove",

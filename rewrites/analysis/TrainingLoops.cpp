@@ -25,7 +25,9 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
     return nullptr;
   }
   const auto *Call = dyn_cast_or_null<CallExpr>(spelled(Var->getInit()));
-  if (!Call || qualifiedName(Call->getDirectCallee()) != "torch::data::make_data_loader") {
+  if (!Call || !Call->getDirectCallee() ||
+      (qualifiedName(Call->getDirectCallee()) != "torch::data::make_data_loader" &&
+       !isLoaderFactoryCall(Call))) {
     return nullptr;
   }
   // The stateless overloads return unique_ptr<StatelessDataLoader<...>>; a stateful
@@ -39,6 +41,16 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
     return nullptr;
   }
   return Call;
+}
+
+bool isLoaderFactoryCall(const CallExpr *Call) {
+  const FunctionDecl *Callee = Call->getDirectCallee();
+  // A function of the program's own (a free function, a lambda's call operator), not a
+  // method of a loader or a LibTorch function that hands out an existing loader.
+  return Callee && !isa<CXXMemberCallExpr>(Call) &&
+         qualifiedName(Callee) != "torch::data::make_data_loader" &&
+         !llvm::StringRef(qualifiedName(Callee)).starts_with("torch::") &&
+         !llvm::StringRef(qualifiedName(Callee)).starts_with("std::");
 }
 
 namespace {
@@ -139,8 +151,15 @@ std::string shardingProblem(const VarDecl *Loader) {
   if (!isa<AutoType>(Loader->getType().getTypePtr()) &&
       !Loader->getType()->getContainedAutoType()) {
     return "data loader '" + Name +
-           "' is declared with its type spelled out; declare it 'auto' and create it with "
-           "accelerator.prepare_data_loader<Sampler>(...), which returns a sharded loader";
+           "' is declared with its type spelled out; declare it 'auto' and create it with " +
+           (isLoaderFactoryCall(Call)
+                ? "accelerator.prepare_data_loader(" + sourceText(Call, Loader->getASTContext()) +
+                      ")"
+                : std::string("accelerator.prepare_data_loader<Sampler>(...)")) +
+           ", which returns a sharded loader";
+  }
+  if (isLoaderFactoryCall(Call)) {
+    return "";
   }
   const auto *Callee = dyn_cast<DeclRefExpr>(Call->getCallee()->IgnoreImplicit());
   if (!Callee) {

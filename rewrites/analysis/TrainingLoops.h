@@ -19,8 +19,13 @@ namespace accel::rewrites {
 
 /// The variable a range-for iterates (`for (auto& b : *loader)` gives `loader`).
 const clang::VarDecl *iteratedVar(const clang::CXXForRangeStmt *Loop);
-/// A local variable initialised by torch::data::make_data_loader (the stateless overloads).
+/// The call that initialises a local loader variable: torch::data::make_data_loader (the
+/// stateless overloads), or a function of the program's own that returns such a loader (a
+/// factory, `auto loader = make_loader(dataset, 64);`); null for other variables.
 const clang::CallExpr *makeDataLoaderInit(const clang::VarDecl *Var);
+/// Whether a loader's initialising call is a factory of the program's own, whose loader is
+/// prepared whole (`accelerator.prepare_data_loader(make_loader(...))`).
+bool isLoaderFactoryCall(const clang::CallExpr *Call);
 /// A statement that calls a function of this file whose code (or whose callees' code, to
 /// depth 4) calls backward: `train(model, optimizer, loader);` trains as much as the loop it
 /// holds.

@@ -147,8 +147,9 @@ const CXXMemberCallExpr *gradientOfFreeTensor(const Stmt *Loop, ASTContext &Ctx)
   const CXXMemberCallExpr *Found = nullptr;
   forEachStmt(Loop, [&](const Stmt *S) {
     const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
-    if (Found || !Call || !(isMethodCall(Call, "at::Tensor", "grad") ||
-                            isMethodCall(Call, "at::TensorBase", "grad"))) {
+    if (Found || !Call ||
+        !(isMethodCall(Call, "at::Tensor", "grad") ||
+          isMethodCall(Call, "at::TensorBase", "grad"))) {
       return;
     }
     const auto *Ref = dyn_cast_or_null<DeclRefExpr>(
@@ -585,7 +586,8 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               line(Gradient->getBeginLoc(), SM) +
               ", a tensor the program made itself outside its models: accelerator.prepare "
               "synchronises the gradients of the prepared models' parameters only, so each "
-              "process would update '" + Name +
+              "process would update '" +
+              Name +
               "' from its own batches and the processes would drift apart; make it a "
               "parameter of the model (register_parameter) and run accel-rewrite again");
       return;
@@ -717,10 +719,8 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
     }
   }
   // A loader made elsewhere and handed to a declined function keeps LibTorch's loader.
-  auto Loaders = match(varDecl(hasInitializer(hasDescendant(callExpr(callee(
-                                   functionDecl(hasName("::torch::data::make_data_loader")))))))
-                           .bind("loader"),
-                       Ctx);
+  auto Loaders =
+      match(varDecl(isExpansionInMainFile(), hasInitializer(expr())).bind("loader"), Ctx);
   for (const BoundNodes &Found : Loaders) {
     const auto *Loader = Found.getNodeAs<VarDecl>("loader");
     if (!makeDataLoaderInit(Loader)) {

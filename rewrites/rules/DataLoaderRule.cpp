@@ -102,6 +102,20 @@ Plan plan(const MatchResult &Match) {
     Warn(Problem);
     return Result;
   }
+  if (isLoaderFactoryCall(Call)) {
+    // A loader a function of the program's own makes (which may make evaluation loaders too):
+    // prepared whole, as it comes out of the call.
+    Result.Edits.push_back(insertionAt(Call->getBeginLoc(), "accelerator.prepare_data_loader("));
+    Result.Edits.push_back(insertionAt(
+        Lexer::getLocForEndOfToken(Call->getEndLoc(), 0, *Match.SourceManager, Ctx.getLangOpts()),
+        ")"));
+    Result.Note.Message = "the training loader '" + Name +
+                          "' gives each process its share of every epoch, on the "
+                          "accelerator's device (every process runs the whole loader that " +
+                          functionLabel(Call->getDirectCallee()) +
+                          " makes and keeps its own batches)";
+    return Result;
+  }
   llvm::SmallVector<const Expr *, 4> Args = writtenArgs(Call);
   Edit Rename;
   Rename.Range =
@@ -213,8 +227,11 @@ AST_MATCHER(DeclRefExpr, sizesSharedListOutsideItsLoop) {
   return false;
 }
 
+bool factoryTakesBatchSize(const CallExpr *Call, const DeclRefExpr *Argument, ASTContext &Ctx);
+
 /// Ref is a loader's batch size as written: the integer argument of make_data_loader (or
-/// prepare_data_loader), of DataLoaderOptions(...), or of .batch_size(...).
+/// prepare_data_loader), of DataLoaderOptions(...), or of .batch_size(...); or an argument of
+/// a loader factory that passes it on as one.
 bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
   DynTypedNode Current = DynTypedNode::create(*Ref);
   for (int Depth = 0; Depth < 4; ++Depth) {
@@ -236,9 +253,31 @@ bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
              isMethodCall(Member, "accelerate::Accelerator", "prepare_data_loader");
     }
     if (const auto *Call = Parents[0].get<CallExpr>()) {
+      if (isLoaderFactoryCall(Call)) {
+        return factoryTakesBatchSize(Call, Ref, Ctx);
+      }
       return qualifiedName(Call->getDirectCallee()) == "torch::data::make_data_loader";
     }
     return false;
+  }
+  return false;
+}
+
+bool factoryTakesBatchSize(const CallExpr *Call, const DeclRefExpr *Argument, ASTContext &Ctx) {
+  const FunctionDecl *Factory = Call->getDirectCallee();
+  if (!Factory || !Factory->hasBody()) {
+    return false;
+  }
+  for (unsigned I = 0; I < Call->getNumArgs() && I < Factory->getNumParams(); ++I) {
+    if (spelled(Call->getArg(I)) != Argument) {
+      continue;
+    }
+    bool Sets = false;
+    forEachStmt(Factory->getBody(), [&](const Stmt *S) {
+      const auto *Use = dyn_cast<DeclRefExpr>(S);
+      Sets = Sets || (Use && Use->getDecl() == Factory->getParamDecl(I) && setsBatchSize(Use, Ctx));
+    });
+    return Sets;
   }
   return false;
 }
@@ -441,9 +480,8 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
   }
   // `auto& x = xs[b];` -> `auto x = accelerator.batch_rows(xs[b]);`
   for (const VarDecl *Reference : Counted.ReferencesCopied) {
-    auto Sigil = Reference->getTypeSourceInfo()
-                     ->getTypeLoc()
-                     .getAsAdjusted<LValueReferenceTypeLoc>();
+    auto Sigil =
+        Reference->getTypeSourceInfo()->getTypeLoc().getAsAdjusted<LValueReferenceTypeLoc>();
     if (Sigil.isNull() || Sigil.getSigilLoc().isMacroID()) {
       return llvm::SmallVector<Edit, 1>(); // written in a way this cannot edit: left as is
     }
@@ -464,9 +502,10 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
 } // namespace
 
 Rule makeDataLoaderRule() {
+  // make_data_loader, or a factory of the program's own that returns its loader.
+  // (plan() tells them apart by the variable they initialise).
   auto Call =
-      callExpr(inUserCode(), callee(functionDecl(hasName("::torch::data::make_data_loader"))))
-          .bind("call");
+      callExpr(inUserCode(), unless(cxxMemberCallExpr()), callee(functionDecl())).bind("call");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     for (const Edit &E : plan(Match).Edits) {
       if (E.Range.getBegin().isMacroID() || E.Range.getEnd().isMacroID()) {

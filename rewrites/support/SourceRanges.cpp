@@ -4,6 +4,8 @@
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <map>
+
 using namespace clang;
 
 namespace accel::rewrites {
@@ -121,7 +123,10 @@ transformer::Edit insertionAt(SourceLocation Loc, std::string Text) {
 }
 
 std::string indentationUnit(llvm::StringRef Code) {
-  size_t Smallest = 0, Previous = 0;
+  // The most frequent step by which a line is indented more than the one before: not the
+  // smallest, which an aligned continuation line would set.
+  std::map<size_t, int> Steps;
+  size_t Previous = 0;
   for (llvm::StringRef Rest = Code; !Rest.empty();) {
     auto [Line, Next] = Rest.split('\n');
     Rest = Next;
@@ -131,13 +136,26 @@ std::string indentationUnit(llvm::StringRef Code) {
     if (Line.starts_with("\t")) {
       return "\t";
     }
+    // Access specifiers sit at their own offset (Google style: one space in).
+    if (llvm::StringRef Trimmed = Line.trim();
+        Trimmed == "public:" || Trimmed == "private:" || Trimmed == "protected:") {
+      continue;
+    }
     size_t Width = Line.size() - Line.ltrim(' ').size();
-    if (Width > Previous && (Smallest == 0 || Width - Previous < Smallest)) {
-      Smallest = Width - Previous;
+    if (Width > Previous && Width - Previous <= 8) {
+      ++Steps[Width - Previous];
     }
     Previous = Width;
   }
-  return std::string(Smallest == 0 ? 2 : Smallest, ' ');
+  size_t Unit = 2;
+  int Most = 0;
+  for (const auto &[Step, Count] : Steps) {
+    if (Count > Most) { // ties go to the smaller step (the map is ordered)
+      Unit = Step;
+      Most = Count;
+    }
+  }
+  return std::string(Unit, ' ');
 }
 
 std::string unusedName(llvm::StringRef Name, SourceRange Range, const SourceManager &SM,

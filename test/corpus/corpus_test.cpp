@@ -249,6 +249,8 @@ const Program kPrinting[] = {
     // Not a helper's training, but its gradients are cleared by hand: accumulation must keep
     // the cycle's gradients through the rewritten clearing.
     {"c_logging_blog", true, true},
+    // A unique_ptr model and a factory-made loader that every process runs whole.
+    {"factory_unique_lib", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

@@ -247,6 +247,31 @@ void loss_per_configured_batch(torch::nn::Linear &model, torch::optim::Optimizer
   }
 }
 
+// A loader a factory of the program's own makes, for training and for evaluation alike: the
+// training one is prepared whole, as the factory returns it; the factory stays as written.
+auto make_loader(int64_t rows, int64_t batch) {
+  return torch::data::make_data_loader(Data(torch::randn({rows, 4})), batch);
+}
+// CHECK-FIXES: return torch::data::make_data_loader(Data(torch::randn({rows, 4})), batch);
+void from_a_factory(torch::nn::Linear &model, torch::optim::Optimizer &optimizer,
+                    int64_t batch_size) {
+  auto train = make_loader(8, batch_size);
+  // CHECK-FIXES: auto train = accelerator.prepare_data_loader(make_loader(8, batch_size));
+  auto test = make_loader(4, 2);
+  // CHECK-FIXES: auto test = make_loader(4, 2);
+  for (auto &b : *train) {
+    optimizer.zero_grad();
+    auto loss = model(b[0].data).pow(2).sum() / batch_size;
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:49: warning: 'batch_size' sets a training loader's batch size, and this tensor computes with it{{.*}} [accel-data-loader]
+    loss.backward();
+    optimizer.step();
+  }
+  torch::NoGradGuard no_grad;
+  for (auto &b : *test) {
+    model(b[0].data);
+  }
+}
+
 int main() {
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -302,6 +327,7 @@ int main() {
   counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
   loss_per_configured_batch(model, optimizer, 4);
+  from_a_factory(model, optimizer, 2);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {
     model(batch[0].data);

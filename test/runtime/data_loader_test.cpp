@@ -508,6 +508,81 @@ TEST(PreparedBatches, OneProcessTakesEveryBatchAsItIs) {
   }
 }
 
+// prepare_data_loader(std::move(loader)): a loader a factory function made, shared by every
+// process running the whole of it and keeping its own batches.
+auto made_by_a_factory(size_t size, size_t batch_size) {
+  return torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
+      IndexDataset(size).map(torch::data::transforms::Stack<>()), batch_size);
+}
+
+TEST(MadeLoader, EveryNthBatchOfOneShuffleAndTheFirstRepeatedToEvenThemOut) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    const auto expected = plain_batches(10, 2, 2, 7); // 5 batches per epoch
+    accelerate::Accelerator accelerator(long_cycles());
+    // The shuffles come from process 0's generator, as one process's would from its own.
+    torch::manual_seed(peer.rank == 0 ? 7 : 1234);
+    auto loader = accelerator.prepare_data_loader(made_by_a_factory(10, 2));
+    std::vector<std::vector<int64_t>> seen;
+    bool ended = false;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (auto &batch : *loader) {
+        seen.push_back(values(batch.data));
+        auto guard = accelerator.accumulate();
+        ended = accelerator.sync_gradients();
+      }
+      EXPECT_TRUE(ended) << "the last batch must close an accumulation cycle";
+    }
+    using V = std::vector<std::vector<int64_t>>;
+    if (peer.rank == 0) {
+      EXPECT_EQ(seen,
+                (V{expected[0], expected[2], expected[4], expected[5], expected[7], expected[9]}));
+    } else {
+      // Process 1 has no fifth batch: it takes the epoch's first one again.
+      EXPECT_EQ(seen,
+                (V{expected[1], expected[3], expected[0], expected[6], expected[8], expected[5]}));
+    }
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(MadeLoader, SplitBatchesGiveEachProcessItsRowsOfEveryBatch) {
+  auto results = accel_test::run_in_processes(2, [](const accel_test::Peer &peer) {
+    const auto expected = plain_batches(10, 4, 1, 9); // 4, 4, 2 rows
+    accelerate::Accelerator accelerator(split_batches());
+    torch::manual_seed(peer.rank == 0 ? 9 : 4321);
+    auto loader = accelerator.prepare_data_loader(made_by_a_factory(10, 4));
+    std::vector<std::vector<int64_t>> together;
+    for (auto &batch : *loader) {
+      EXPECT_EQ(batch.data.size(0), expected[together.size()].size() / 2);
+      together.push_back(values(accelerator.gather(batch.data)));
+    }
+    EXPECT_EQ(together, expected);
+    // Without Stack a batch is a list of samples: each process takes its part of the list.
+    auto unstacked = accelerator.prepare_data_loader(
+        torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(IndexDataset(10),
+                                                                                4));
+    std::vector<int64_t> first_samples;
+    for (auto &batch : *unstacked) {
+      first_samples.push_back(batch.front().data.item<int64_t>());
+    }
+    EXPECT_EQ(first_samples,
+              peer.rank == 0 ? (std::vector<int64_t>{0, 4, 8}) : (std::vector<int64_t>{2, 6, 9}));
+  });
+  EXPECT_TRUE(accel_test::all_succeeded(results));
+}
+
+TEST(MadeLoader, OneProcessTakesEveryBatchAsItIsAndANullLoaderIsRefused) {
+  accelerate::Accelerator accelerator;
+  auto loader = accelerator.prepare_data_loader(made_by_a_factory(5, 2));
+  std::vector<int64_t> rows;
+  for (auto &batch : *loader) {
+    rows.push_back(batch.data.size(0));
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{2, 2, 1}));
+  decltype(made_by_a_factory(5, 2)) none;
+  EXPECT_THROW(accelerator.prepare_data_loader(std::move(none)), c10::Error);
+}
+
 // batch_range and batch_rows: a loop that cuts its batches itself from a tensor it holds whole
 // (`for (i = 0; i < n; i += b) x = data.slice(0, i, i + b)`), shared like a list of batches.
 std::vector<std::vector<int64_t>> rows_cut(accelerate::Accelerator &accelerator, int64_t n,
@@ -607,14 +682,14 @@ TEST(BatchRange, ABatchOfSeveralTensorsTakenFromAListIsCutAlike) {
       accelerate::Accelerator accelerator(split ? split_batches() : accelerate::Options::on_cpu());
       const std::pair<torch::Tensor, torch::Tensor> pair{torch::arange(5), torch::arange(5) * 10};
       const auto [x, y] = accelerator.batch_rows(pair);
-      const auto expected = !split ? torch::arange(5)
+      const auto expected = !split           ? torch::arange(5)
                             : peer.rank == 0 ? torch::arange(0, 2)
                                              : torch::arange(2, 5);
       EXPECT_TRUE(torch::equal(x, expected)) << x;
       EXPECT_TRUE(torch::equal(y, expected * 10)) << y;
       const torch::data::Example<> example{torch::arange(3), torch::arange(3) + 1};
       const auto part = accelerator.batch_rows(example);
-      const auto rows = !split ? torch::arange(3)
+      const auto rows = !split           ? torch::arange(3)
                         : peer.rank == 0 ? torch::arange(0, 1)
                                          : torch::arange(1, 3);
       EXPECT_TRUE(torch::equal(part.data, rows)) << part.data;

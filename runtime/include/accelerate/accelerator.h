@@ -92,6 +92,16 @@ public:
         std::move(dataset), std::move(sampler), std::move(options), loader_context());
   }
 
+  /// A loader the program made itself (a factory function's torch::data::make_data_loader),
+  /// as this process's share for a training loop:
+  ///   auto loader = accelerator.prepare_data_loader(make_loader(dataset, 64));
+  /// Every process runs the whole loader and keeps its batches (LoaderShard says how); prefer
+  /// prepare_data_loader(dataset, options), which loads each process's batches only.
+  template <typename Loader>
+  std::unique_ptr<LoaderShard<Loader>> prepare_data_loader(std::unique_ptr<Loader> loader) {
+    return std::make_unique<LoaderShard<Loader>>(std::move(loader), loader_context());
+  }
+
   /// Batches the program made itself (a std::vector of tensors, of Examples, of pairs or
   /// tuples of tensors, of vectors of tensors), as this process's share for a training loop,
   /// each moved to device() as it is read:

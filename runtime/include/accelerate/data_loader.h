@@ -11,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -138,6 +139,12 @@ torch::data::Example<Data, Target> slice_rows(torch::data::Example<Data, Target>
                                               int64_t begin, int64_t end) {
   return {slice_rows(batch.data, begin, end), slice_rows(batch.target, begin, end)};
 }
+template <typename Data>
+torch::data::Example<Data, torch::data::example::NoTarget>
+slice_rows(torch::data::Example<Data, torch::data::example::NoTarget> batch, int64_t begin,
+           int64_t end) {
+  return {slice_rows(batch.data, begin, end)};
+}
 template <typename First, typename Second>
 std::pair<First, Second> slice_rows(const std::pair<First, Second> &batch, int64_t begin,
                                     int64_t end) {
@@ -157,6 +164,9 @@ std::vector<T> slice_rows(const std::vector<T> &batch, int64_t begin, int64_t en
   }
   return rows;
 }
+
+template <typename T> struct is_std_vector : std::false_type {};
+template <typename T, typename A> struct is_std_vector<std::vector<T, A>> : std::true_type {};
 
 /// The number of rows of a batch: its first tensor's size(0).
 inline int64_t rows_of(const torch::Tensor &batch) { return batch.size(0); }
@@ -385,6 +395,144 @@ private:
   std::shared_ptr<detail::LoaderProgress> progress_;
   std::shared_ptr<typename ShardSampler::State> state_;
   std::unique_ptr<Inner> inner_;
+};
+
+/// This process's share of a loader the program made itself (one a factory function returns),
+/// from Accelerator::prepare_data_loader(std::move(loader)). Every process runs the whole
+/// loader and keeps its own batches: batch k of an epoch goes to process k % N, and with
+/// even_batches a process left without a batch in the last round takes one of the epoch's
+/// first batches again (a partial last batch stays as it is); with split_batches every process
+/// takes its rows of every batch. Each epoch starts from process 0's CPU random generator
+/// state on every process, so that a shuffling sampler draws the same order everywhere. The
+/// cost: every process loads every batch (as Accelerate's IterableDatasetShard reads every
+/// sample), and up to 2N batches are held at a time. save_state does not record a place in
+/// its epoch: a resumed run starts the epoch again. Batches are moved to the device.
+template <typename Loader> class LoaderShard {
+public:
+  using BatchType = typename Loader::BatchType;
+
+  LoaderShard(std::unique_ptr<Loader> loader, std::shared_ptr<detail::LoaderContext> context)
+      : loader_(std::move(loader)), context_(std::move(context)) {
+    TORCH_CHECK(loader_ != nullptr, "accelerate: prepare_data_loader was given no loader (a "
+                                    "null pointer)");
+  }
+
+  class Iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = BatchType;
+    using difference_type = std::ptrdiff_t;
+    using pointer = BatchType *;
+    using reference = BatchType &;
+
+    explicit Iterator(LoaderShard *shard) : shard_(shard) { ++*this; }
+    BatchType &operator*() { return *current_; }
+    BatchType *operator->() { return &*current_; }
+    Iterator &operator++() {
+      current_ = shard_ ? shard_->next() : std::nullopt;
+      return *this;
+    }
+    /// Only "is it the end" is compared: an input iterator.
+    bool operator==(const Iterator &other) const {
+      return current_.has_value() == other.current_.has_value();
+    }
+    bool operator!=(const Iterator &other) const { return !(*this == other); }
+
+  private:
+    LoaderShard *shard_;
+    std::optional<BatchType> current_;
+  };
+
+  /// Starts an epoch of the loader (a new shuffle, the same on every process).
+  Iterator begin() {
+    if (context_->world_size > 1 && context_->synchronise_random_state) {
+      context_->synchronise_random_state();
+    }
+    context_->end_of_dataloader = false;
+    first_round_.clear();
+    inner_.emplace(loader_->begin());
+    inner_end_.emplace(loader_->end());
+    return Iterator(this);
+  }
+  Iterator end() { return Iterator(nullptr); }
+
+private:
+  /// A loader without Stack gives a batch as a std::vector of samples: its samples are its
+  /// elements. Any other batch (a tensor, an Example of tensors, ...) has them as rows.
+  static constexpr bool kSampleList = detail::is_std_vector<BatchType>::value;
+  static int64_t samples_in(const BatchType &batch) {
+    if constexpr (kSampleList) {
+      return static_cast<int64_t>(batch.size());
+    } else {
+      return detail::rows_of(batch);
+    }
+  }
+  static BatchType samples(const BatchType &batch, int64_t begin, int64_t end) {
+    if constexpr (kSampleList) {
+      return BatchType(batch.begin() + begin, batch.begin() + end);
+    } else {
+      return detail::slice_rows(batch, begin, end);
+    }
+  }
+
+  bool inner_done() { return *inner_ == *inner_end_; }
+  BatchType take() {
+    BatchType batch = std::move(**inner_);
+    ++*inner_;
+    return batch;
+  }
+
+  std::optional<BatchType> next() {
+    const auto world = static_cast<size_t>(context_->world_size);
+    const auto rank = static_cast<size_t>(context_->rank);
+    if (!inner_ || inner_done()) {
+      return std::nullopt;
+    }
+    if (world == 1 || context_->split_batches) {
+      BatchType whole = take();
+      context_->end_of_dataloader = inner_done();
+      context_->remainder = -1;
+      if (world == 1) {
+        return detail::to_device(std::move(whole), context_->device);
+      }
+      bool repeated = false;
+      const auto range = detail::row_range_of_process(samples_in(whole), context_->rank,
+                                                      context_->world_size, repeated);
+      return detail::to_device(samples(whole, range.first, range.second), context_->device);
+    }
+    // A round: the next N batches, one per process.
+    std::vector<BatchType> round;
+    while (round.size() < world && !inner_done()) {
+      round.push_back(take());
+    }
+    const size_t real = round.size();
+    if (first_round_.empty()) {
+      first_round_ = round; // the tensors are shared, not copied
+    }
+    context_->end_of_dataloader = inner_done();
+    context_->remainder = -1;
+    if (real < world) {
+      if (!context_->even_batches && rank >= real) {
+        return std::nullopt;
+      }
+      // The samples of the last global step that are real (gather_for_metrics drops the rest).
+      int64_t rows = 0;
+      for (const auto &batch : round) {
+        rows += samples_in(batch);
+      }
+      context_->remainder = rows;
+      for (size_t k = 0; round.size() < world; ++k) {
+        round.push_back(first_round_[k % first_round_.size()]);
+      }
+      inner_.reset(); // this process's epoch ends with this batch
+    }
+    return detail::to_device(std::move(round[rank]), context_->device);
+  }
+
+  std::unique_ptr<Loader> loader_;
+  std::shared_ptr<detail::LoaderContext> context_;
+  std::optional<torch::data::Iterator<BatchType>> inner_, inner_end_;
+  std::vector<BatchType> first_round_;
 };
 
 /// This process's share of batches a program made itself, from Accelerator::prepare_batches:
