@@ -50,6 +50,35 @@ llvm::SmallVector<const Expr *, 4> constructionArgs(const Expr *Init) {
   return {};
 }
 
+/// The model member a constructor initialises with the model its parameter holds, when
+/// Object names that parameter: `Trainer(Net net) : model_(net), optimizer_(net->parameters())`
+/// builds the optimizer from model_'s parameters, since a holder or shared_ptr copy shares its
+/// module. Null for anything else (a module taken by value is a copy).
+const FieldDecl *memberSharingParameter(const Expr *Object) {
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Object ? spelled(Object) : nullptr);
+  const auto *Parameter = Ref ? dyn_cast<ParmVarDecl>(Ref->getDecl()) : nullptr;
+  const auto *Constructor =
+      Parameter ? dyn_cast<CXXConstructorDecl>(Parameter->getDeclContext()) : nullptr;
+  const QualType Type = Parameter ? Parameter->getType().getNonReferenceType() : QualType();
+  if (!Constructor || !isModelType(Type) || isClassOrDerived(Type, "torch::nn::Module")) {
+    return nullptr;
+  }
+  for (const CXXCtorInitializer *Initializer : Constructor->inits()) {
+    const FieldDecl *Member = Initializer->getMember();
+    const Expr *Value = Initializer->getInit()->IgnoreImplicit();
+    if (const auto *Copy = dyn_cast<CXXConstructExpr>(Value); Copy && Copy->getNumArgs() == 1) {
+      Value = Copy->getArg(0); // model_(model): the holder's copy constructor
+    }
+    const auto *Init = dyn_cast_or_null<DeclRefExpr>(spelled(Value));
+    if (Member && isModelType(Member->getType()) &&
+        !isClassOrDerived(Member->getType(), "torch::nn::Module") && Init &&
+        Init->getDecl() == Parameter) {
+      return Member;
+    }
+  }
+  return nullptr;
+}
+
 /// The member model whose parameters an optimizer is built from: `model_` in
 /// `optimizer_(model_->parameters(), options)` (a constructor's initializer, the member's own,
 /// or an assignment in the constructor's body, through a smart pointer too); null when it is
@@ -64,7 +93,10 @@ const FieldDecl *modelOfInitializer(const Expr *Init) {
   if (!Called || !Called->getDeclName().isIdentifier() || Called->getName() != "parameters") {
     return nullptr;
   }
-  return memberObject(Parameters->getImplicitObjectArgument());
+  if (const FieldDecl *Member = memberObject(Parameters->getImplicitObjectArgument())) {
+    return Member;
+  }
+  return memberSharingParameter(objectOf(Parameters->getImplicitObjectArgument()));
 }
 
 /// The model that every constructor of the class builds Optimizer from, or null when they

@@ -235,9 +235,15 @@ bool isUnpreparedBatchListLoop(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
     return false;
   }
   const Expr *Init = Loop->getRangeInit();
+  const Expr *Written = spelled(Init);
   const VarDecl *List = namedVar(Init);
-  return List && isa<DeclRefExpr>(spelled(Init)) && isBatchListType(List->getType()) &&
-         isTrainingStepLoop(Loop, Ctx) && !Init->getBeginLoc().isMacroID();
+  // A list by name (`for (auto &b : batches)`), or one a call makes for the loop (d2l's
+  // `for (auto &[X, y] : data_iter(batch_size, features, labels))`).
+  const bool IsList = (List && isa<DeclRefExpr>(Written) && isBatchListType(List->getType())) ||
+                      (isa<CallExpr>(Written) &&
+                       !isMethodCall(Written, "accelerate::Accelerator", "prepare_batches") &&
+                       isBatchListType(Written->getType()));
+  return IsList && isTrainingStepLoop(Loop, Ctx) && !Init->getBeginLoc().isMacroID();
 }
 
 bool isBatchListLoop(const CXXForRangeStmt *Loop, ASTContext &Ctx) {

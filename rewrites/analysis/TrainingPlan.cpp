@@ -5,6 +5,7 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/CountedBatchLoops.h"
 #include "analysis/DivergentSteps.h"
+#include "analysis/IncludedTraining.h"
 #include "analysis/SequenceBatches.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
@@ -855,6 +856,12 @@ std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {
     Result->BackwardOffsets[At->second].push_back(offsetOf(Backward, SM));
   }
   collectDeclinedRanges(*Result, Ctx);
+  // Training in an included project header (accel-training-loop declines it): the file is left
+  // as written, since its own code may train through the header's (a trainer class).
+  if (!trainingInIncludedHeaders(Ctx).empty()) {
+    const FileID Main = SM.getMainFileID();
+    Result->DeclinedRanges.emplace_back(0, SM.getBufferData(Main).size() + 1);
+  }
   return Result;
 }
 

@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <iostream>
 #include <tuple>
 #include <utility>
@@ -48,9 +49,16 @@ void train_spelled(torch::nn::Linear &model, Spelled &loader) {
 // CHECK-FIXES: void train_epoch(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
 // CHECK-FIXES: void train_spelled(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Spelled &loader) {
 
-// Batches the program made itself, in a std::vector iterated by name: shared like a loader's
+// Batches the program made itself, in a std::vector iterated by name or made by a call for the
+// loop: shared like a loader's
 // (accelerator.prepare_batches); a vector of something else, or one iterated by evaluation
 // only, stays as it is.
+std::vector<std::pair<torch::Tensor, torch::Tensor>>
+shuffled_batches(std::vector<std::pair<torch::Tensor, torch::Tensor>> batches) {
+  std::reverse(batches.begin(), batches.end());
+  return batches;
+}
+
 void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
   std::vector<torch::Tensor> tensors = {torch::randn({8, 4}), torch::randn({8, 4})};
   std::vector<std::pair<torch::Tensor, torch::Tensor>> pairs = {{torch::randn({8, 4}), torch::randn({8, 1})}};
@@ -85,6 +93,13 @@ void hand_made(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
     }
     for (const auto &[x, y] : tuples) {
       // CHECK-FIXES: {{^}}    for (const auto &[x, y] : accelerator.prepare_batches(tuples)) {
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
+    // A list a call makes for the loop (d2l's data_iter).
+    for (auto &[x, y] : shuffled_batches(pairs)) {
+      // CHECK-FIXES: {{^}}    for (auto &[x, y] : accelerator.prepare_batches(shuffled_batches(pairs))) {
       optimizer.zero_grad();
       (model(x) - y).pow(2).mean().backward();
       optimizer.step();

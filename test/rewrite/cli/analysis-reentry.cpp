@@ -1,5 +1,5 @@
-// A trainer class whose optimizer is built from the constructor's argument (declined: the tool
-// cannot tell its model), and an evaluation method that counts samples over the loader main
+// A trainer class whose optimizer is built from a list of tensors the caller passes (declined:
+// the tool cannot tell its model), and an evaluation method that counts samples over the loader main
 // hands it. Deciding whether that count is over a sharded loader asks whether main gets an
 // accelerator, which the accelerator-parameter analysis was itself computing: the tool
 // aborted ("the accelerator-parameter analyses need themselves"). It now declines, once.
@@ -20,7 +20,7 @@ struct Data : torch::data::Dataset<Data> {
 
 class Trainer {
  public:
-  Trainer(torch::nn::Linear m) : model_(m), opt_(m->parameters(), 0.1) {}
+  Trainer(torch::nn::Linear m, std::vector<torch::Tensor> params) : model_(m), opt_(params, 0.1) {}
   template <typename Loader> void train_epoch(Loader& loader) {
     for (auto& batch : loader) {
       opt_.zero_grad();
@@ -40,7 +40,8 @@ class Trainer {
 
 int main() {
   auto loader = torch::data::make_data_loader(Data().map(torch::data::transforms::Stack<>()), 64);
-  Trainer trainer(torch::nn::Linear(4, 1));
+  torch::nn::Linear net(4, 1);
+  Trainer trainer(net, net->parameters());
   trainer.train_epoch(*loader);
   std::cout << trainer.evaluate(*loader) << std::endl;
 }

@@ -2,7 +2,8 @@
 // accelerator from main and prepares the members first in its body, each call (a prepare
 // again is harmless); main prepares the loader it hands over. An optimizer held by a smart
 // pointer is prepared through it. A member optimizer whose model cannot be told is declined
-// with its loop, and only the call to it is left as written.
+// with its loop, and only the call to it is left as written. A member optimizer built from the
+// constructor's model parameter trains the model member that parameter initialises.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %expect-exit 6 %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -76,6 +77,28 @@ private:
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 
+// Built from the model the constructor takes, which also initialises the model member: a
+// holder's copy shares its module, so the optimizer trains model_ (as course code writes it).
+class ParameterTrainer {
+public:
+  ParameterTrainer(torch::nn::Linear model, double lr)
+      : model_(model), optimizer_(model->parameters(), torch::optim::SGDOptions(lr)) {}
+  template <typename Loader> void fit(Loader &loader) {
+    // CHECK-FIXES: {{^}}  template <typename Loader> void fit(accelerate::Accelerator &accelerator, Loader &loader) {
+    // CHECK-FIXES-NEXT: {{^}}    accelerator.prepare(model_, optimizer_);
+    for (auto &batch : loader) {
+      optimizer_.zero_grad();
+      model_->forward(batch.data).pow(2).mean().backward();
+      optimizer_.step();
+      // CHECK-FIXES: {{^}}      accelerator.step(optimizer_);
+    }
+  }
+
+private:
+  torch::nn::Linear model_;
+  torch::optim::SGD optimizer_;
+};
+
 // Built from a list of tensors the caller passes: which model it trains cannot be told.
 class ListTrainer {
 public:
@@ -111,6 +134,9 @@ int main() {
   // CHECK-FIXES: {{^}}  second.fit(accelerator, *loader);
   torch::nn::Linear other(4, 1);
   auto own = torch::data::make_data_loader(Data(torch::randn({32, 4})).map(Stack()), 8);
+  ParameterTrainer fourth(torch::nn::Linear(4, 1), 0.1);
+  fourth.fit(*loader);
+  // CHECK-FIXES: {{^}}  fourth.fit(accelerator, *loader);
   ListTrainer third(other, other->parameters());
   third.fit(*own);
   // CHECK-FIXES: {{^}}  third.fit(*own);
