@@ -47,6 +47,10 @@ bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
         Range && iteratedVar(Range) && makeDataLoaderInit(iteratedVar(Range))) {
       return false;
     }
+    if (const VarDecl *Walked = Loop ? walkedLoader(Loop) : nullptr;
+        Walked && makeDataLoaderInit(Walked)) {
+      return false;
+    }
   }
   return false;
 }
@@ -193,6 +197,9 @@ bool isConstantTensor(const Expr *E, ASTContext &Ctx) {
 bool iteratesShardedLoader(const Stmt *Loop, ASTContext &Ctx) {
   if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
     return isShardedLoader(iteratedVar(Range), Ctx, 0) || isBatchListLoop(Range, Ctx);
+  }
+  if (const VarDecl *Walked = walkedLoader(Loop)) {
+    return isShardedLoader(Walked, Ctx, 0);
   }
   const auto *Counted = dyn_cast<ForStmt>(Loop);
   return Counted && cutsSharedBatches(Counted, Ctx);

@@ -43,6 +43,43 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
   return Call;
 }
 
+const VarDecl *walkedLoader(const Stmt *Loop) {
+  const auto *For = dyn_cast_or_null<ForStmt>(Loop);
+  const auto *Init = For ? dyn_cast_or_null<DeclStmt>(For->getInit()) : nullptr;
+  const auto *It =
+      Init && Init->isSingleDecl() ? dyn_cast<VarDecl>(Init->getSingleDecl()) : nullptr;
+  if (!It || !It->getInit() || !It->getType()->getContainedAutoType()) {
+    return nullptr; // an iterator type spelled out would not fit the prepared loader's
+  }
+  const auto *Begin = dyn_cast<CXXMemberCallExpr>(spelled(It->getInit()));
+  const CXXMethodDecl *Method = Begin ? Begin->getMethodDecl() : nullptr;
+  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "begin") {
+    return nullptr;
+  }
+  const Expr *Object = Begin->getImplicitObjectArgument()->IgnoreParenImpCasts();
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+    Object = Arrow->getArg(0);
+  }
+  const VarDecl *Loader = namedVar(Object);
+  // The condition compares with the same loader's end().
+  bool EndOfIt = false;
+  forEachStmt(For->getCond(), [&](const Stmt *S) {
+    const auto *End = dyn_cast<CXXMemberCallExpr>(S);
+    const CXXMethodDecl *Called = End ? End->getMethodDecl() : nullptr;
+    if (!Called || !Called->getDeclName().isIdentifier() || Called->getName() != "end") {
+      return;
+    }
+    const Expr *Of = End->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Of);
+        Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+      Of = Arrow->getArg(0);
+    }
+    EndOfIt = EndOfIt || (Loader && namedVar(Of) == Loader);
+  });
+  return EndOfIt ? Loader : nullptr;
+}
+
 bool isLoaderFactoryCall(const CallExpr *Call) {
   const FunctionDecl *Callee = Call->getDirectCallee();
   // A function of the program's own (a free function, a lambda's call operator), not a
@@ -61,6 +98,10 @@ void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &T
     if (const auto *Loop = dyn_cast<CXXForRangeStmt>(S); Loop && iteratedVar(Loop) == Var) {
       Iterated = true;
       Trains = Trains || trains(Loop->getBody(), Ctx); // a step helper's call too
+    }
+    if (const auto *Walk = dyn_cast<ForStmt>(S); Walk && walkedLoader(Walk) == Var) {
+      Iterated = true; // `for (auto it = loader->begin(); it != loader->end(); ++it)`
+      Trains = Trains || trains(Walk->getBody(), Ctx);
     }
   });
 }

@@ -236,6 +236,10 @@ const VarDecl *shardedLoaderAround(const Stmt *S, ASTContext &Ctx,
   Nearest = nullptr;
   DynTypedNode Current = DynTypedNode::create(*S);
   for (int Depth = 0; Depth < 256; ++Depth) {
+    if (const VarDecl *Loader = walkedLoader(Current.get<ForStmt>());
+        Loader && isShardedLoader(Loader, Ctx)) {
+      return Loader;
+    }
     if (const auto *Loop = Current.get<CXXForRangeStmt>()) {
       Nearest = Nearest ? Nearest : Loop;
       if (const VarDecl *Loader = iteratedVar(Loop); Loader && isShardedLoader(Loader, Ctx)) {
@@ -492,9 +496,10 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
     if (std::string Walked = Nearest ? "" : loaderWalkedByIterators(Plan.Unit, Ctx);
         !Walked.empty()) {
       Problem("the batches " + Where + " come from '" + Walked +
-              "' walked with its iterators (begin(), end()), which accel-rewrite does not "
-              "follow: every process would train on all of it; write the loop as `for (auto "
-              "&batch : " +
+              "' walked with its iterators (begin(), end()) in a way accel-rewrite does not "
+              "follow (it follows `for (auto it = loader->begin(); it != loader->end(); ++it)`, "
+              "the iterator declared auto so that the sharded loader's fits): every process "
+              "would train on all of it; write the loop as `for (auto &batch : " +
               Walked + ")` and run accel-rewrite again");
       return;
     }

@@ -137,6 +137,11 @@ Plan plan(const MatchResult &Match) {
 } // namespace
 
 namespace {
+/// The call that initialises a loader variable (make_data_loader, or a factory's).
+AST_MATCHER(CallExpr, initialisesLoaderVariable) {
+  return loaderVariable(&Node, Finder->getASTContext()) != nullptr;
+}
+
 AST_MATCHER(CXXForRangeStmt, isUnpreparedBatchList) {
   return isUnpreparedBatchListLoop(&Node, Finder->getASTContext());
 }
@@ -504,8 +509,9 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
 Rule makeDataLoaderRule() {
   // make_data_loader, or a factory of the program's own that returns its loader.
   // (plan() tells them apart by the variable they initialise).
-  auto Call =
-      callExpr(inUserCode(), unless(cxxMemberCallExpr()), callee(functionDecl())).bind("call");
+  auto Call = callExpr(inUserCode(), unless(cxxMemberCallExpr()), callee(functionDecl()),
+                       initialisesLoaderVariable())
+                  .bind("call");
   EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
     for (const Edit &E : plan(Match).Edits) {
       if (E.Range.getBegin().isMacroID() || E.Range.getEnd().isMacroID()) {

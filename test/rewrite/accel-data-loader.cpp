@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cassert>
 #include <iostream>
 #include <tuple>
 #include <utility>
@@ -325,6 +326,7 @@ int main() {
     consume(*evaluated);
     for (auto &batch : *train) {
       optimizer.zero_grad();
+      assert(batch[0].data.defined()); // a macro's calls are no loader: nothing to say
       model(batch[0].data).sum().backward();
       optimizer.step();
     }

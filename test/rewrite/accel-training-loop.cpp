@@ -171,17 +171,32 @@ void counted_then_written() {
   }
 }
 
-// A loader walked with its iterators: declined, with the range-for to write instead.
+// A loader walked with its iterators, declared auto: sharded like a range-for's. With the
+// iterator's type spelled out (LibTorch's, which the sharded loader's is not): declined, with
+// the range-for to write instead.
 void iterator_walk() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: data loader 'loader' is not iterated by a loop here{{.*}} [accel-data-loader]
+  // CHECK-FIXES: {{^}}  auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
   for (auto it = loader->begin(); it != loader->end(); ++it) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from '*loader' walked with its iterators (begin(), end()), which accel-rewrite does not follow: every process would train on all of it; write the loop as `for (auto &batch : *loader)` and run accel-rewrite again [accel-training-loop]
     optimizer.zero_grad();
     model->forward(it->data).mean().backward();
-    // CHECK-FIXES: {{^}}    model->forward(it->data).mean().backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(model->forward(it->data).mean());
+    optimizer.step();
+  }
+}
+void iterator_spelled() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: data loader 'loader' is not iterated by a loop here{{.*}} [accel-data-loader]
+  for (torch::data::Iterator<torch::data::TensorExample> it = loader->begin();
+       it != loader->end(); ++it) {
+    // CHECK-MESSAGES: input.cpp:[[@LINE-2]]:3: warning: this training is left as written, with its setup and helpers (a partial rewrite would train each process on its own): the batches of this training loop come from '*loader' walked with its iterators (begin(), end()) in a way accel-rewrite does not follow {{.*}}; write the loop as `for (auto &batch : *loader)` and run accel-rewrite again [accel-training-loop]
+    optimizer.zero_grad();
+    model->forward((*it).data).mean().backward();
+    // CHECK-FIXES: {{^}}    model->forward((*it).data).mean().backward();
     optimizer.step();
   }
 }
@@ -613,6 +628,7 @@ int main() {
   model_outside();
   compare_models();
   iterator_walk();
+  iterator_spelled();
   counted_then_written();
   pairs_by_index();
   rate_from_the_batch();
