@@ -189,6 +189,13 @@ BatchValue arithmetic(BinaryOperatorKind Op, BatchValue A, BatchValue B) {
   if (Extreme(A) || Extreme(B)) {
     return BatchValue::Unknown;
   }
+  // One sample's values with constants stay one sample's; with anything else, not followed.
+  if (A == BatchValue::Row || B == BatchValue::Row) {
+    auto RowOrConstant = [](BatchValue V) {
+      return V == BatchValue::Row || V == BatchValue::Constant;
+    };
+    return RowOrConstant(A) && RowOrConstant(B) ? BatchValue::Row : BatchValue::Unknown;
+  }
   switch (Op) {
   case BO_Mul:
     return product(A, B);
@@ -218,6 +225,14 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
   }
   if (Object() == BatchValue::Constant) {
     return BatchValue::Constant; // what is the same everywhere stays so (g.pow(2).sum())
+  }
+  if (Object() == BatchValue::Row) {
+    // A sum, mean or maximum of one sample's values is still that sample's.
+    return Method == "size" || Method == "numel" ? BatchValue::Constant : BatchValue::Row;
+  }
+  if (const auto *Taken = dyn_cast<CXXOperatorCallExpr>(spelled(Call->getImplicitObjectArgument()));
+      Taken && Taken->getOperator() == OO_Subscript) {
+    return BatchValue::Unknown; // a row chosen at run time, or the last one (`out[-1].sum()`)
   }
   if (Method == "sum" || Method == "nansum" || Method == "mean" || Method == "nanmean") {
     BatchValue Reduced = Method.ends_with("sum") ? BatchValue::Sum : BatchValue::Mean;
@@ -341,7 +356,21 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
       }
     }
     if (Kind == OO_Subscript) {
-      return BatchValue::PerSample; // one row of the batch
+      // One row of the batch. Row k of process 0's part is row k of the batch only for a
+      // small literal k under split_batches; the last row (`x[-1]`, `x[x.size(0) - 1]`) or a
+      // row chosen at run time is another sample than the original's: not followed.
+      const auto *Index = Operator->getNumArgs() == 2
+                              ? dyn_cast<IntegerLiteral>(spelled(Operator->getArg(1)))
+                              : nullptr;
+      if (!Index) {
+        return BatchValue::Unknown;
+      }
+      // `x[0][1]`: an element of the row the inner subscript takes.
+      if (const auto *Inner = dyn_cast<CXXOperatorCallExpr>(spelled(Operator->getArg(0)));
+          Inner && Inner->getOperator() == OO_Subscript) {
+        return classifyBatchValue(Inner, Ctx, Depth);
+      }
+      return BatchValue::Row;
     }
     if (Operator->getNumArgs() == 2) {
       BinaryOperatorKind Op = Kind == OO_Star    ? BO_Mul

@@ -30,8 +30,12 @@ enum class BatchValue {
   Max,
   Min,
   /// A value per sample, not reduced over the batch (a loss with reduction None, `eq`,
-  /// `argmax(1)`, one row `x[0]`).
+  /// `argmax(1)`).
   PerSample,
+  /// One sample of the batch, taken by a literal row (`x[0]`, `out[0].sum()`): what the main
+  /// process prints of it is the original's row under split_batches, and it is never summed
+  /// or averaged across processes. A row taken otherwise (`x[-1]`, `x[i]`) is Unknown.
+  Row,
 };
 
 /// What E is per batch. Depth bounds how far local variables are followed (through their

@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/EntryFunction.h"
+#include "analysis/MemberTraining.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -153,6 +154,30 @@ bool replacesHolder(const DeclRefExpr *Use, ASTContext &Ctx) {
     return !Callee; // unknown callee: may change it
   }
   return false;
+}
+
+/// Whether S trains only through methods of trainer classes that prepare their own members
+/// (analysis/MemberTraining.h): that training is prepared where it runs, so it may come before
+/// the optimizers of this function are created (a class trains first, `main` fine-tunes).
+bool trainsOnlyThroughTrainerMethods(const Stmt *S, ASTContext &Ctx) {
+  if (containsBackward(S)) {
+    return false;
+  }
+  bool Any = false, Only = true;
+  forEachStmt(S, [&](const Stmt *Child) {
+    const auto *Call = dyn_cast<CallExpr>(Child);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (!Callee || !Callee->getDefinition() || !Callee->getDefinition()->getBody() ||
+        !trains(Callee->getDefinition()->getBody(), Ctx)) {
+      return;
+    }
+    if (isa<CXXMemberCallExpr>(Call) && AnalysisContext::of(Ctx).memberTraining(Callee).sound()) {
+      Any = true;
+    } else {
+      Only = false;
+    }
+  });
+  return Any && Only;
 }
 
 bool globalModelSetUpBefore(const VarDecl *Model, const CompoundStmt *Block, const Stmt *Before,
@@ -531,7 +556,8 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       bool PreparesInside = llvm::any_of(Info.Groups, [&](const PrepareGroup &Inner) {
         return bodyStatementOf(DynTypedNode::create(*Inner.Block), Group.Block, Ctx) == S;
       });
-      if (!PreparesInside && (trainsInLoop(S, Ctx) || callsTraining(S, Ctx))) {
+      if (!PreparesInside && !trainsOnlyThroughTrainerMethods(S, Ctx) &&
+          (trainsInLoop(S, Ctx) || callsTraining(S, Ctx))) {
         Problem(S->getBeginLoc(),
                 "the training loop starts before the model, optimizer and scheduler are all "
                 "created; call accelerator.prepare on them after they are created, before "

@@ -251,6 +251,8 @@ const Program kPrinting[] = {
     {"c_logging_blog", true, true},
     // A unique_ptr model and a factory-made loader that every process runs whole.
     {"factory_unique_lib", true, false},
+    // A trainer class trains through an iterator loop, then main fine-tunes on data_iter.
+    {"iterators_course", true, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,

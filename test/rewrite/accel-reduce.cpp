@@ -98,6 +98,13 @@ void book_style() {
                 b.data[0][0].item<double>());
     // CHECK-FIXES: accelerator.printf("seen %lld input %.3f\n", static_cast<long long>(batch_idx * accelerator.reduce(b.data.size(0), "sum")),
     // CHECK-FIXES-NEXT: b.data[0][0].item<double>());
+    // The batch's last sample: process 0's last row is another sample (the middle of the
+    // batch under split_batches): warned, neither summed across processes nor printed as if
+    // it were the original's. The first sample's sum is that sample's: printed as it is.
+    std::printf("first %.3f\n", out[0].sum().item<double>());
+    // CHECK-FIXES: accelerator.printf("first %.3f\n", out[0].sum().item<double>());
+    std::printf("last %.3f\n", out[-1].sum().item<double>());
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:32: warning: this prints a value of this process's batch that accel-reduce cannot classify{{.*}} [accel-reduce]
     ++batch_idx;
   }
   std::printf("%.4f %.4f\n", s / nb, sq / n);
