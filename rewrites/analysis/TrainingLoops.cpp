@@ -56,12 +56,16 @@ const VarDecl *walkedLoader(const Stmt *Loop) {
   if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "begin") {
     return nullptr;
   }
-  const Expr *Object = Begin->getImplicitObjectArgument()->IgnoreParenImpCasts();
-  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
-      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
-    Object = Arrow->getArg(0);
-  }
-  const VarDecl *Loader = namedVar(Object);
+  // The loader named by `loader->begin()`, `loader.begin()` or `(*loader).begin()`.
+  auto LoaderOf = [](const CXXMemberCallExpr *Call) {
+    const Expr *Object = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+        Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+      Object = Arrow->getArg(0);
+    }
+    return namedVar(Object);
+  };
+  const VarDecl *Loader = LoaderOf(Begin);
   // The condition compares with the same loader's end().
   bool EndOfIt = false;
   forEachStmt(For->getCond(), [&](const Stmt *S) {
@@ -70,12 +74,7 @@ const VarDecl *walkedLoader(const Stmt *Loop) {
     if (!Called || !Called->getDeclName().isIdentifier() || Called->getName() != "end") {
       return;
     }
-    const Expr *Of = End->getImplicitObjectArgument()->IgnoreParenImpCasts();
-    if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Of);
-        Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
-      Of = Arrow->getArg(0);
-    }
-    EndOfIt = EndOfIt || (Loader && namedVar(Of) == Loader);
+    EndOfIt = EndOfIt || (Loader && LoaderOf(End) == Loader);
   });
   return EndOfIt ? Loader : nullptr;
 }
@@ -84,7 +83,9 @@ bool isLoaderFactoryCall(const CallExpr *Call) {
   const FunctionDecl *Callee = Call->getDirectCallee();
   // A function of the program's own (a free function, a lambda's call operator), not a
   // method of a loader or a LibTorch function that hands out an existing loader.
-  return Callee && !isa<CXXMemberCallExpr>(Call) &&
+  // It returns the loader by value: a reference to one held elsewhere cannot be moved into
+  // prepare_data_loader.
+  return Callee && !isa<CXXMemberCallExpr>(Call) && Call->isPRValue() &&
          qualifiedName(Callee) != "torch::data::make_data_loader" &&
          !llvm::StringRef(qualifiedName(Callee)).starts_with("torch::") &&
          !llvm::StringRef(qualifiedName(Callee)).starts_with("std::");

@@ -288,6 +288,22 @@ void from_a_factory(torch::nn::Linear &model, torch::optim::Optimizer &optimizer
   }
 }
 
+// A function that hands out a loader held elsewhere, by reference: no factory (its loader
+// cannot be moved into prepare_data_loader), left as it is.
+std::unique_ptr<Spelled> &held_loader() {
+  static auto loader = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  return loader;
+}
+void from_a_holder(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
+  auto &loader = held_loader();
+  // CHECK-FIXES: {{^}}  auto &loader = held_loader();
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    model(b[0].data).sum().backward();
+    optimizer.step();
+  }
+}
+
 int main() {
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -345,6 +361,7 @@ int main() {
   schedule_length(model, optimizer, 4, 16);
   loss_per_configured_batch(model, optimizer, 4);
   from_a_factory(model, optimizer, 2);
+  from_a_holder(model, optimizer);
   torch::NoGradGuard no_grad;
   for (auto &batch : *eval) {
     model(batch[0].data);
