@@ -14,7 +14,7 @@ namespace accel::rewrites {
 
 /// True for T, const T, T& and T&& where T is (derived from) the class named QualifiedName.
 bool isClassOrDerived(clang::QualType Type, llvm::StringRef QualifiedName);
-bool isTensorType(clang::QualType Type);      // at::Tensor, at::TensorBase (by reference too)
+bool isTensorType(clang::QualType Type); // at::Tensor, at::TensorBase (by reference too)
 /// A batch a program can make itself that prepare_batches shares and batch_rows cuts: a tensor,
 /// an Example of tensors, a pair or tuple of tensors, a vector of tensors.
 bool isBatchType(clang::QualType Type);
