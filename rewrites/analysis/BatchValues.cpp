@@ -443,10 +443,8 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
       if (!declaredEmpty(Var)) {
         // A tensor given a first value and then changed (`torch::Tensor loss = zeros({});`,
         // then `loss = loss + step_loss` per time step): its first value does not say what
-        // it holds.
-        const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-        if (isTensorType(Var->getType()) && Function && Function->getBody() &&
-            changedInside(Var, Function->getBody(), Ctx)) {
+        // it holds where a change reaches this read.
+        if (isTensorType(Var->getType()) && changeReaches(Var, Ref, Ctx)) {
           return BatchValue::Unknown;
         }
         return classifyBatchValue(Var->getInit(), Ctx, Depth + 1);

@@ -107,13 +107,23 @@ struct ShardValues {
       const Stmt *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
       Found = Declaration && Given(Declaration, Var->getInit());
     }
+    // Stores by the built-in operators and by a class's (a tensor's `loss = ...` in the
+    // loop, read after it).
     forEachStmt(FunctionBody, [&](const Stmt *S) {
-      const auto *Store = dyn_cast<BinaryOperator>(S);
-      if (Found || !Store || !Store->isAssignmentOp()) {
+      const Expr *Target = nullptr, *Value = nullptr;
+      if (const auto *Store = dyn_cast<BinaryOperator>(S); Store && Store->isAssignmentOp()) {
+        Target = Store->getLHS();
+        Value = Store->getRHS();
+      } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
+                 Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
+        Target = Call->getArg(0);
+        Value = Call->getArg(1);
+      }
+      if (Found || !Target) {
         return;
       }
-      const auto *Ref = dyn_cast<DeclRefExpr>(Store->getLHS()->IgnoreParenImpCasts());
-      Found = Ref && Ref->getDecl() == Var && Given(Store, Store->getRHS());
+      const auto *Ref = dyn_cast<DeclRefExpr>(Target->IgnoreParenImpCasts());
+      Found = Ref && Ref->getDecl() == Var && Given(S, Value);
     });
     Following.erase(Var);
     return Found;
@@ -278,11 +288,18 @@ namespace {
 const Expr *optimizerSettingValue(const Stmt *S) {
   const auto *Set = dyn_cast<CXXMemberCallExpr>(S);
   const CXXMethodDecl *Method = Set ? Set->getMethodDecl() : nullptr;
-  if (!Method || Set->getNumArgs() != 1 || !Method->getDeclName().isIdentifier() ||
-      !isClassOrDerived(Set->getObjectType(), "torch::optim::OptimizerOptions")) {
+  if (!Method || Set->getNumArgs() != 1 || !Method->getDeclName().isIdentifier()) {
     return nullptr;
   }
   const llvm::StringRef Name = Method->getName();
+  // ReduceLROnPlateauScheduler::step(metric) sets the learning rate from the metric.
+  if (Name == "step" &&
+      isClassOrDerived(Set->getObjectType(), "torch::optim::ReduceLROnPlateauScheduler")) {
+    return Set->getArg(0);
+  }
+  if (!isClassOrDerived(Set->getObjectType(), "torch::optim::OptimizerOptions")) {
+    return nullptr;
+  }
   return Name == "lr" || Name == "set_lr" || Name == "momentum" || Name == "weight_decay"
              ? Set->getArg(0)
              : nullptr;
@@ -297,9 +314,8 @@ const CallExpr *settingHelperCall(const Stmt *S) {
     return nullptr;
   }
   bool Sets = false;
-  forEachStmt(Callee->getBody(), [&](const Stmt *Inner) {
-    Sets = Sets || optimizerSettingValue(Inner) != nullptr;
-  });
+  forEachStmt(Callee->getBody(),
+              [&](const Stmt *Inner) { Sets = Sets || optimizerSettingValue(Inner) != nullptr; });
   return Sets ? Call : nullptr;
 }
 
@@ -332,8 +348,9 @@ std::optional<DivergentStep> divergentSetting(const Stmt *Loop, ASTContext &Ctx)
       }
       Value = Value ? Value : Helper;
     }
-    if (Value != Set && ((insideShardedLoop(Set, Ctx) && computedFromTensors(Value, FunctionBody)) ||
-                         Values.fromShard(Value, 0))) {
+    if (Value != Set &&
+        ((insideShardedLoop(Set, Ctx) && computedFromTensors(Value, FunctionBody)) ||
+         Values.fromShard(Value, 0))) {
       Result = DivergentStep{Set, Value, false};
     } else if (underConditionThatDiffers(Set, Ctx)) {
       // The nearest condition around it (the one that differs, or inside it).

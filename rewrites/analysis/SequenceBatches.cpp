@@ -87,7 +87,10 @@ bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int D
     return false;
   }
   std::string Name = qualifiedName(Class);
-  if (alwaysSequenceFirst(Name)) {
+  // A cell is stepped over time by the model's own forward, which may take (time, batch, ...)
+  // as readily as (batch, time, ...): not told apart, so counted as time first.
+  if (alwaysSequenceFirst(Name) || Name == "torch::nn::LSTMCellImpl" ||
+      Name == "torch::nn::GRUCellImpl" || Name == "torch::nn::RNNCellImpl") {
     Always = true;
     return true;
   }
@@ -110,7 +113,63 @@ bool holdsSequenceFirst(const CXXRecordDecl *Class, const ASTContext &Ctx, int D
   return false;
 }
 
+/// A tensor member of Class (or of its member modules, to Depth levels) that Class's forward
+/// assigns to, so each call sees what the last one left (set up in a constructor or reset(),
+/// a member is a parameter or a setting, not a state).
+const FieldDecl *assignedTensorMember(const CXXRecordDecl *Class, int Depth) {
+  const CXXRecordDecl *Definition = Class ? Class->getDefinition() : nullptr;
+  if (!Definition || llvm::StringRef(qualifiedName(Definition)).starts_with("torch::")) {
+    return nullptr;
+  }
+  for (const CXXMethodDecl *Method : Definition->methods()) {
+    if (!Method->getDeclName().isIdentifier() || Method->getName() != "forward" ||
+        !Method->hasBody()) {
+      continue;
+    }
+    const FieldDecl *Found = nullptr;
+    forEachStmt(Method->getBody(), [&](const Stmt *S) {
+      const Expr *Target = nullptr;
+      if (const auto *Assign = dyn_cast<BinaryOperator>(S); Assign && Assign->isAssignmentOp()) {
+        Target = Assign->getLHS();
+      } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
+                 Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
+        Target = Call->getArg(0);
+      }
+      const auto *Member =
+          dyn_cast_or_null<MemberExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
+      const auto *Field = Member ? dyn_cast<FieldDecl>(Member->getMemberDecl()) : nullptr;
+      if (!Found && Field && isa<CXXThisExpr>(Member->getBase()->IgnoreParenImpCasts()) &&
+          holdsTensors(Field->getType())) {
+        Found = Field;
+      }
+    });
+    if (Found) {
+      return Found;
+    }
+  }
+  if (Depth > 0) {
+    for (const FieldDecl *Field : Definition->fields()) {
+      if (const FieldDecl *Inner =
+              assignedTensorMember(moduleClassOf(Field->getType()), Depth - 1)) {
+        return Inner;
+      }
+    }
+  }
+  return nullptr;
+}
+
 } // namespace
+
+const FieldDecl *stateKeptInModel(llvm::ArrayRef<const VarDecl *> Models, const VarDecl *&Model,
+                                  ASTContext &) {
+  for (const VarDecl *Candidate : Models) {
+    if (const FieldDecl *Field = assignedTensorMember(moduleClassOf(Candidate->getType()), 3)) {
+      Model = Candidate;
+      return Field;
+    }
+  }
+  return nullptr;
+}
 
 const VarDecl *sequenceFirstModel(llvm::ArrayRef<const VarDecl *> Models, ASTContext &Ctx) {
   for (const VarDecl *Model : Models) {

@@ -39,8 +39,16 @@ struct CarriedState {
 /// the loop; none when there is no such tensor.
 std::optional<CarriedState> carriedState(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
+/// A tensor member that a model's class assigns in its own methods (`state_ = h.detach();` in
+/// forward) and reads again: a recurrent state kept in the model across batches, which
+/// sharing the batches would break as a carried local does. The first such member of the
+/// first model among Models that has one (to three levels of member modules); null if none.
+const clang::FieldDecl *stateKeptInModel(llvm::ArrayRef<const clang::VarDecl *> Models,
+                                         const clang::VarDecl *&Model, clang::ASTContext &Ctx);
+
 /// The first model among Models that holds, as the model or as a member (to three levels), a
-/// recurrent module (torch::nn::LSTM, GRU or RNN) not built with batch_first(true), or an
+/// recurrent module (torch::nn::LSTM, GRU or RNN) not built with batch_first(true), a cell
+/// (LSTMCell, GRUCell, RNNCell: the forward that steps it may take time first), or an
 /// attention module (Transformer, its encoder and decoder and their layers,
 /// MultiheadAttention: LibTorch's have no batch_first): such a module reads dimension 0 of its
 /// input as time, so the rows a loop cuts with its counter may be

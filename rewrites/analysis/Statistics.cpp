@@ -347,10 +347,17 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       Writes.push_back({Unary->isIncrementOp() ? Write::Add : Write::Other, S, nullptr});
     } else if (const auto *Assign = dyn_cast<BinaryOperator>(S);
                Assign && Assign->getOpcode() == BO_Assign && assignedVar(Assign->getLHS()) == Var) {
-      // A reset (`running_loss = 0;`) starts the statistic again; `x = x / n` after the loop
-      // rescales it; anything else is not one.
+      // A reset (`running_loss = 0;`, also chained: `run_a = run_b = 0;`) starts the
+      // statistic again; `x = x / n` after the loop rescales it; anything else is not one.
+      const Expr *Assigned = Assign->getRHS()->IgnoreParenImpCasts();
+      while (const auto *Chained = dyn_cast<BinaryOperator>(Assigned)) {
+        if (Chained->getOpcode() != BO_Assign) {
+          break;
+        }
+        Assigned = Chained->getRHS()->IgnoreParenImpCasts();
+      }
       Write::KindType Kind = Write::Other;
-      if (isConstant(Assign->getRHS(), Ctx)) {
+      if (isConstant(Assigned, Ctx)) {
         Kind = Write::Reset;
       } else if (const Expr *Added = addedTo(Var, Assign->getRHS())) {
         Writes.push_back({Write::Add, S, Added});
@@ -371,8 +378,18 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
   // batch's value. What it is computed from is then its condition.
   for (Write &W : Writes) {
     if ((W.Kind == Write::Add || W.Kind == Write::Last) && insideShardedLoop(W.At, Ctx)) {
-      if (const Expr *Condition = conditionInShardedLoop(W.At, Ctx);
-          Condition && computedFromTensors(Condition, Function->getBody())) {
+      const Expr *Condition = conditionInShardedLoop(W.At, Ctx);
+      // `if (p.grad().defined())`: whether a tensor exists, not what it holds, which the
+      // processes agree on (a parameter's gradient after the synchronising backward).
+      const Expr *Asked = Condition ? Condition->IgnoreParenImpCasts() : nullptr;
+      if (const auto *Not = dyn_cast_or_null<UnaryOperator>(Asked);
+          Not && Not->getOpcode() == UO_LNot) {
+        Asked = Not->getSubExpr()->IgnoreParenImpCasts();
+      }
+      if (Asked && isTensorMethodCall(Asked, "defined")) {
+        continue;
+      }
+      if (Condition && computedFromTensors(Condition, Function->getBody())) {
         W.Kind = Write::Other;
         W.Increment = Condition;
       }
@@ -741,14 +758,42 @@ bool readsTensorValue(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return Operator && !Operator->isAssignmentOp();
 }
 
+namespace {
+/// A number passed to a function's const reference parameter (`history.push_back(last)`,
+/// `std::max(best, last)`): read there, as a copy would be.
+bool passedByConstReference(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  const Expr *Argument = Ref;
+  auto Parents = Ctx.getParents(*Ref);
+  if (const auto *Cast = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
+      Cast && Cast->getCastKind() == CK_NoOp) {
+    Argument = Cast;
+    Parents = Ctx.getParents(*Cast);
+  }
+  const auto *Call = Parents.empty() ? nullptr : Parents[0].get<CallExpr>();
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee || isa<CXXOperatorCallExpr>(Call)) {
+    return false;
+  }
+  for (unsigned I = 0; I < Call->getNumArgs() && I < Callee->getNumParams(); ++I) {
+    if (Call->getArg(I) == Argument) {
+      const QualType Type = Callee->getParamDecl(I)->getType();
+      return Type->isLValueReferenceType() && Type.getNonReferenceType().isConstQualified();
+    }
+  }
+  return false;
+}
+} // namespace
+
 bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Read) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
   auto Parents = Ctx.getParents(*Ref);
   const auto *Value = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
-  // A value read is an lvalue-to-rvalue conversion (for a tensor, a use of its value);
-  // updates, resets and references are not.
-  const bool Reads = Var && (isTensorVar(Var) ? readsTensorValue(Ref, Ctx)
-                                              : Value && Value->getCastKind() == CK_LValueToRValue);
+  // A value read is an lvalue-to-rvalue conversion (for a tensor, a use of its value), or a
+  // number bound to a const reference; updates, resets and other references are not.
+  const bool Reads =
+      Var && (isTensorVar(Var) ? readsTensorValue(Ref, Ctx)
+                               : (Value && Value->getCastKind() == CK_LValueToRValue) ||
+                                     passedByConstReference(Ref, Ctx));
   if (!Reads || insideOwnUpdate(Ref, Ctx)) {
     return false;
   }

@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <functional>
 #include <map>
 
 using namespace clang;
@@ -132,8 +133,10 @@ bool creatingVariables(const VarDecl *Var, ASTContext &Ctx, std::string &Why,
 /// Why batches cut along dimension 0 (How says which) cannot train a sequence-first Model.
 std::string sequenceFirstProblem(llvm::StringRef How, const VarDecl *Model) {
   return How.str() + " along dimension 0, which model '" + Model->getNameAsString() +
-         "' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true), or a "
-         "Transformer or MultiheadAttention, which read (time, batch, features)): with "
+         "' reads as time (it holds an LSTM, GRU or RNN not built with batch_first(true), "
+         "a cell (LSTMCell, GRUCell, RNNCell), which a forward pass steps over time however "
+         "the program lays its input out, or a Transformer or MultiheadAttention, which read "
+         "(time, batch, features)): with "
          "split_batches each process would get a part of each sequence instead of whole "
          "sequences; build a recurrent module with batch_first(true) and cut samples, or give "
          "each process its part by hand (accelerator.process_index(), "
@@ -568,6 +571,17 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
               "(accelerator.process_index(), accelerator.num_processes())");
       return;
     }
+    const VarDecl *Stateful = nullptr;
+    if (const FieldDecl *State = stateKeptInModel(modelsOf(Plan, Ctx), Stateful, Ctx)) {
+      Problem("model '" + Stateful->getNameAsString() + "' keeps '" + State->getNameAsString() +
+              "' (line " + line(State->getLocation(), SM) +
+              ") from one forward pass to the next: a recurrent state carried across batches; " +
+              "sharing the batches among the processes would break that chain (each process " +
+              "would carry the state through other batches); leave this training on one " +
+              "process, or give each process whole sequences of its own by hand " +
+              "(accelerator.process_index(), accelerator.num_processes())");
+      return;
+    }
     // Every process must take every step (analysis/DivergentSteps.h).
     if (std::optional<DivergentStep> Divergent = divergentStep(Plan.Unit, Ctx)) {
       const Stmt *Where = Divergent->Statement;
@@ -674,6 +688,71 @@ void collectDeclinedRanges(TrainingPlans &Plans, ASTContext &Ctx) {
   }
   if (Declined.empty()) {
     return;
+  }
+  // The functions the loader a plan trains on is made in: its own, or for a parameter, those
+  // of the loaders the calls pass (`fit(model, *loader)`), a few calls up.
+  std::function<void(const VarDecl *, int, llvm::SmallPtrSet<const FunctionDecl *, 4> &)>
+      LoaderOwners = [&](const VarDecl *Loader, int Depth,
+                         llvm::SmallPtrSet<const FunctionDecl *, 4> &Owners) {
+        const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
+        const auto *Param = dyn_cast<ParmVarDecl>(Loader);
+        if (!Param) {
+          Owners.insert(owningFunction(Function));
+          return;
+        }
+        if (!Function || Depth > 4) {
+          return;
+        }
+        for (const CallExpr *Call : callsInMainFile(Function, Ctx)) {
+          const unsigned Index = Param->getFunctionScopeIndex();
+          const Expr *Argument =
+              Index < Call->getNumArgs() ? Call->getArg(Index)->IgnoreParenImpCasts() : nullptr;
+          // `*loader`: the built-in operator on a pointer, unique_ptr's operator*.
+          if (const auto *Deref = dyn_cast_or_null<UnaryOperator>(Argument);
+              Deref && Deref->getOpcode() == UO_Deref) {
+            Argument = Deref->getSubExpr()->IgnoreParenImpCasts();
+          } else if (const auto *Star = dyn_cast_or_null<CXXOperatorCallExpr>(Argument);
+                     Star && Star->getOperator() == OO_Star && Star->getNumArgs() == 1) {
+            Argument = Star->getArg(0)->IgnoreParenImpCasts();
+          }
+          if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Argument)) {
+            if (const auto *Passed = dyn_cast<VarDecl>(Ref->getDecl())) {
+              LoaderOwners(Passed, Depth + 1, Owners);
+            }
+          }
+        }
+      };
+  // A loop that trains on a loader made in a declined function (a helper given main's loader
+  // while main's own loop is declined) would train on LibTorch's loader, whole on every
+  // process, with gradients averaged: it is declined too, out loud.
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    for (LoopPlan &Plan : Plans.Loops) {
+      llvm::SmallPtrSet<const FunctionDecl *, 4> Owners;
+      if (Plan.sound() && Plan.Loader) {
+        LoaderOwners(Plan.Loader, 0, Owners);
+      }
+      const FunctionDecl *Owner = nullptr;
+      for (const FunctionDecl *Candidate : Owners) {
+        if (Candidate && Declined.count(Candidate) && Candidate != owningFunction(Plan.Function)) {
+          Owner = Candidate;
+        }
+      }
+      if (!Owner) {
+        continue;
+      }
+      Plan.Problem = "it trains on '" + Plan.Loader->getNameAsString() + "', a loader made in " +
+                     functionLabel(Owner) +
+                     ", whose training is left as written (see the warning there), so the "
+                     "loader stays whole on every process; once that training can be "
+                     "rewritten, this one will be too";
+      Plan.ProblemLoc = Plan.Unit->getBeginLoc();
+      Declined.insert(owningFunction(Plan.Function));
+      if (Plan.Setup) {
+        DeclinedSetups.insert(owningFunction(Plan.Setup));
+      }
+      Changed = true;
+    }
   }
   for (const LoopPlan &Plan : Plans.Loops) {
     if (Plan.Setup && DeclinedSetups.count(owningFunction(Plan.Setup))) {

@@ -125,6 +125,13 @@ void RuleRunner::collect(size_t RuleIndex, const MatchFinder::MatchResult &Match
   }
   if (Note->Kind != Finding::Rewrite) {
     warn(RuleIndex, SM, Note->Loc, Note->Message);
+    if (const clang::SourceLocation At = SM.getExpansionLoc(Note->Loc);
+        Note->OnlyWhereRewritten && At.isValid() && SM.isInMainFile(At)) {
+      const RuleFinding Found =
+          findingAt(Rules[RuleIndex].Name, SM, Note->Loc, Note->Message, /*Rewrite=*/false);
+      OnlyWhereRewritten[std::make_tuple(Found.Line, Found.Column, Found.Rule, Found.Message)] =
+          SM.getFileOffset(At);
+    }
     return;
   }
   // No edits inside macro expansions: the macro's other uses would change too.
@@ -231,9 +238,13 @@ FileFindings RuleRunner::finish(llvm::StringRef FileName) const {
   // findings that explained them go too, warnings stay.
   auto Applies = [&](const TextEdit &Edit) { return !inAny(DeclinedRanges, Edit.Offset); };
   auto Kept = [&](const RuleFinding &Found) {
-    return !Found.Rewrite || llvm::all_of(Found.Fix, [&](const FixEdit &Edit) {
-      return !inAny(DeclinedRanges, Edit.Offset);
-    });
+    if (!Found.Rewrite) {
+      const auto Offset = OnlyWhereRewritten.find(
+          std::make_tuple(Found.Line, Found.Column, Found.Rule, Found.Message));
+      return Offset == OnlyWhereRewritten.end() || !inAny(DeclinedRanges, Offset->second);
+    }
+    return llvm::all_of(Found.Fix,
+                        [&](const FixEdit &Edit) { return !inAny(DeclinedRanges, Edit.Offset); });
   };
   std::set<TextEdit> Edits;
   llvm::copy_if(Primary.Edits, std::inserter(Edits, Edits.end()), Applies);
@@ -275,6 +286,7 @@ void RuleRunner::reset() {
   UnitAnalyses->Owner.reset();
   Declined = false;
   DeclinedRanges.clear();
+  OnlyWhereRewritten.clear();
   MainFileCode.clear();
 }
 

@@ -79,9 +79,17 @@ std::optional<std::string> replacement(const MatchResult &Match) {
     if (Args.size() > 3) {
       return std::nullopt;
     }
-    Loss = calledObject(Member, Ctx);
-    if (!Loss.empty()) {
-      Loss = lossText(Call, Member->getImplicitObjectArgument(), Loss, Ctx);
+    const std::string Object = calledObject(Member, Ctx);
+    if (!Object.empty()) {
+      Loss = lossText(Call, Member->getImplicitObjectArgument(), Object, Ctx);
+    }
+    // `(loss / accum).backward()`: the argument needs no parentheses of its own.
+    const auto *Parens =
+        dyn_cast_or_null<ParenExpr>(Member->getImplicitObjectArgument()->IgnoreImplicit());
+    if (Parens && Loss == Object) {
+      if (std::string Inner = sourceText(Parens->getSubExpr(), Ctx); !Inner.empty()) {
+        Loss = Inner;
+      }
     }
     if (!Args.empty()) {
       // The arguments as written, comments included.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AcceleratorParameter.h"
+#include "analysis/AnalysisContext.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
@@ -138,6 +139,28 @@ AST_MATCHER(Stmt, inTrainingStepLoop) {
 }
 AST_MATCHER(CXXMemberCallExpr, zeroesGradientNode) { return zeroesGradient(&Node); }
 
+/// A call on an optimizer that its function prepares, written after the prepare and outside
+/// the training step: the step that flushes the last micro-batches of a hand-written
+/// accumulation after the loop. Raw, it would apply gradients that accelerator.backward scaled
+/// under fp16.
+AST_MATCHER(CXXMemberCallExpr, onOptimizerPreparedBefore) {
+  ASTContext &Ctx = Finder->getASTContext();
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(
+      Node.getImplicitObjectArgument() ? Node.getImplicitObjectArgument()->IgnoreParenImpCasts()
+                                       : nullptr);
+  const auto *Optimizer = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  const auto *Function = Optimizer ? dyn_cast<FunctionDecl>(Optimizer->getDeclContext()) : nullptr;
+  if (!Function || enclosingFunction(DynTypedNode::create(Node), Ctx) != Function) {
+    return false;
+  }
+  const PrepareGroup *Group = AnalysisContext::of(Ctx).setup(Function).groupOf(Optimizer);
+  const SourceManager &SM = Ctx.getSourceManager();
+  return Group && Group->TrainingLoop &&
+         SM.isBeforeInTranslationUnit(SM.getExpansionLoc(Group->TrainingLoop->getBeginLoc()),
+                                      SM.getExpansionLoc(Node.getBeginLoc())) &&
+         Group->Block->getSourceRange().fullyContains(Node.getSourceRange());
+}
+
 } // namespace
 
 Rule makeStepRule() {
@@ -160,6 +183,12 @@ Rule makeStepRule() {
           .bind("call");
   auto SchedulerStep =
       cxxMemberCallExpr(InLoop, callee(cxxMethodDecl(hasName("step"), ofClass(Scheduler))))
+          .bind("call");
+  auto AfterTraining =
+      cxxMemberCallExpr(inUserCode(), unless(inTrainingStep()), forFunction(acceleratorFunction()),
+                        onOptimizerPreparedBefore(),
+                        callee(cxxMethodDecl(hasAnyName("step", "zero_grad"), ofClass(Optimizer))),
+                        argumentCountIs(0))
           .bind("call");
   auto Step = [](const MatchResult &Match) -> std::string {
     return "accelerator.step(" + calledObject(call(Match), *Match.Context) + ")";
@@ -214,6 +243,15 @@ Rule makeStepRule() {
       makeRule(ModelZeroGrad, changeTo(node("call"), run(Zero)),
                explain("call", "accelerator.zero_grad(model) keeps the gradients that "
                                "accumulate between synchronised steps")),
+      makeRule(AfterTraining, changeTo(node("call"), run([Step, Zero](const MatchResult &Match) {
+                                         return call(Match)->getMethodDecl()->getName() == "step"
+                                                    ? Step(Match)
+                                                    : Zero(Match);
+                                       })),
+               explain("call", "a step of a prepared optimizer after its training loop (the "
+                               "last micro-batches of an accumulation): accelerator.step "
+                               "unscales the gradients accelerator.backward scaled under fp16 "
+                               "and skips a step that overflowed")),
   });
 }
 

@@ -13,6 +13,7 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/IncludedTraining.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/Statistics.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
@@ -22,6 +23,25 @@ using namespace clang::ast_matchers;
 using namespace clang::transformer;
 
 namespace accel::rewrites {
+
+namespace {
+/// Inside a loop over this process's share of the batches, in the same function.
+AST_MATCHER(Stmt, inShardedLoop) {
+  ASTContext &Ctx = Finder->getASTContext();
+  for (DynTypedNodeList Parents = Ctx.getParents(Node); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return false;
+    }
+    const auto *Loop = Parents[0].get<Stmt>();
+    if (Loop && isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Loop) &&
+        iteratesShardedLoader(Loop, Ctx)) {
+      return true;
+    }
+  }
+  return false;
+}
+} // namespace
 
 Rule makeTrainingLoopRule() {
   auto Backward = callExpr(inUserCode(), backwardCall()).bind("call");
@@ -67,7 +87,33 @@ Rule makeTrainingLoopRule() {
                       "accelerator.prepare_data_loader)";
     return Result;
   });
-  return applyFirst<Finding>({makeRule(Backward, noEdits(), Verdict),
+  // Random numbers drawn for each batch (a GAN's latent vectors, noise added to the input):
+  // every process's generator was seeded alike, so each draws the same numbers for its own
+  // samples. Said, since nothing here can make them the original's.
+  std::vector<std::string> Qualified;
+  for (const char *Name : {"randn", "rand", "randint", "randn_like", "rand_like", "randint_like",
+                           "normal", "bernoulli", "multinomial", "poisson", "randperm"}) {
+    Qualified.push_back(std::string("::torch::") + Name);
+    Qualified.push_back(std::string("::at::") + Name);
+  }
+  const std::vector<llvm::StringRef> Names(Qualified.begin(), Qualified.end());
+  auto InPlace = cxxMethodDecl(hasAnyName("uniform_", "normal_", "bernoulli_", "random_",
+                                          "exponential_", "geometric_", "cauchy_", "log_normal_"),
+                               ofClass(hasName("::at::Tensor")));
+  auto Random = callExpr(inUserCode(), forFunction(acceleratorFunction()), inShardedLoop(),
+                         anyOf(callee(functionDecl(hasAnyName(Names))), callee(InPlace)))
+                    .bind("random");
+  auto SameDraws = makeRule(
+      Random, noEdits(),
+      warn("random", "random numbers drawn in a loop over this process's share of the batches "
+                     "are the same on every process (each process's generator starts from the "
+                     "same seed), so the processes use the same draws for different samples: "
+                     "the global batch gets fewer distinct draws than the original's, and "
+                     "accel verify cannot match it; for draws of its own on each process, pass "
+                     "a generator seeded per process, such as "
+                     "at::make_generator<at::CPUGeneratorImpl>(seed + "
+                     "accelerator.process_index())"));
+  return applyFirst<Finding>({makeRule(Backward, noEdits(), Verdict), SameDraws,
                               makeRule(translationUnitDecl().bind("unit"), noEdits(), Headers)});
 }
 

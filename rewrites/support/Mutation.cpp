@@ -59,8 +59,7 @@ std::optional<bool> moduleCallChanges(const ParmVarDecl *Param) {
   const auto *Call = dyn_cast<CXXMethodDecl>(Param->getDeclContext());
   const auto *Holder =
       Call ? dyn_cast<ClassTemplateSpecializationDecl>(Call->getParent()) : nullptr;
-  if (!Holder || !Call->isOverloadedOperator() ||
-      Call->getOverloadedOperator() != OO_Call ||
+  if (!Holder || !Call->isOverloadedOperator() || Call->getOverloadedOperator() != OO_Call ||
       qualifiedName(Holder) != "torch::nn::ModuleHolder" || Holder->getTemplateArgs().size() < 1) {
     return std::nullopt;
   }
@@ -177,6 +176,58 @@ bool changedInside(const VarDecl *Var, const Stmt *Scope, ASTContext &Ctx) {
     Changed = Changed || (Ref && Ref->getDecl() == Var && changesWhatItNames(Ref, Ctx));
   });
   return Changed;
+}
+
+bool changeReaches(const VarDecl *Var, const Expr *Use, ASTContext &Ctx) {
+  const SourceManager &Sources = Ctx.getSourceManager();
+  const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+  if (!Function || !Function->getBody()) {
+    return false;
+  }
+  // The loops around Use inside Var's scope: those whose body does not hold the declaration
+  // (a for statement declaring Var in its init counts; the block declaring it ends the walk).
+  llvm::SmallVector<const Stmt *, 4> LoopsAroundUse;
+  const Stmt *Current = Use;
+  while (Current) {
+    const auto Parents = Ctx.getParents(*Current);
+    const Stmt *Parent = Parents.empty() ? nullptr : Parents[0].get<Stmt>();
+    if (!Parent) {
+      break;
+    }
+    if (isa<ForStmt, CXXForRangeStmt, WhileStmt, DoStmt>(Parent)) {
+      const Stmt *Body = nullptr;
+      if (const auto *For = dyn_cast<ForStmt>(Parent)) {
+        Body = For->getBody();
+      } else if (const auto *Range = dyn_cast<CXXForRangeStmt>(Parent)) {
+        Body = Range->getBody();
+      } else if (const auto *While = dyn_cast<WhileStmt>(Parent)) {
+        Body = While->getBody();
+      } else {
+        Body = cast<DoStmt>(Parent)->getBody();
+      }
+      if (!Body->getSourceRange().fullyContains(Var->getSourceRange())) {
+        LoopsAroundUse.push_back(Parent);
+      }
+    }
+    if (Parent->getSourceRange().fullyContains(Var->getSourceRange())) {
+      break;
+    }
+    Current = Parent;
+  }
+  bool Reaches = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    if (Reaches || !Ref || Ref->getDecl() != Var || !changesWhatItNames(Ref, Ctx)) {
+      return;
+    }
+    // Compared where macros expand: a change inside a macro argument is placed at its use.
+    Reaches = !Sources.isBeforeInTranslationUnit(Sources.getExpansionLoc(Use->getEndLoc()),
+                                                 Sources.getExpansionLoc(Ref->getBeginLoc())) ||
+              llvm::any_of(LoopsAroundUse, [&](const Stmt *Loop) {
+                return Loop->getSourceRange().fullyContains(Ref->getSourceRange());
+              });
+  });
+  return Reaches;
 }
 
 bool leavesEarly(const Stmt *Body) {

@@ -19,6 +19,11 @@ namespace accel::rewrites {
 bool changesWhatItNames(const clang::Expr *Named, clang::ASTContext &Ctx);
 /// Whether code in Scope changes Var.
 bool changedInside(const clang::VarDecl *Var, const clang::Stmt *Scope, clang::ASTContext &Ctx);
+/// Whether a change of Var can reach Use, a read of it: a change written before Use, or one
+/// inside a loop that also holds Use and runs within Var's scope (its next round reads the
+/// changed value). A change written after Use and outside such loops does not reach it, so Use
+/// reads the initializer's value: `total += loss.item(); loss = loss / accum;`.
+bool changeReaches(const clang::VarDecl *Var, const clang::Expr *Use, clang::ASTContext &Ctx);
 /// Whether something in Body leaves the loop it is the body of early: a break of that loop
 /// (not of a loop or switch inside it), a return, a goto or a throw.
 bool leavesEarly(const clang::Stmt *Body);

@@ -109,9 +109,14 @@ Rule noAcceleratorRule(clang::ast_matchers::internal::DynTypedMatcher Matcher, s
                        std::string What, std::string Consequence) {
   return transformer::makeRule(
       std::move(Matcher), transformer::noEdits(),
-      finding(Finding::Warning, std::move(Id), [What, Consequence](const MatchResult &Match) {
-        return What + " in " + functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
-               ", which has no accelerator: " + Consequence;
+      dynamicFinding(std::move(Id), [What, Consequence](const MatchResult &Match) {
+        Finding Result;
+        Result.Kind = Finding::Warning;
+        Result.OnlyWhereRewritten = true;
+        Result.Message = What + " in " +
+                         functionLabel(Match.Nodes.getNodeAs<FunctionDecl>("function")) +
+                         ", which has no accelerator: " + Consequence;
+        return Result;
       }));
 }
 

@@ -44,7 +44,8 @@ Rule loopGuardRule(std::string Method, std::string Statement, std::string Explan
 
 /// The warning for a construct the rule would rewrite, found in a function that has no
 /// accelerator: "<What> in 'f', which has no accelerator: <Consequence>". Matcher binds the
-/// construct as Id and its function as "function".
+/// construct as Id and its function as "function". In code a declined loop leaves as written
+/// the warning is dropped (Finding::OnlyWhereRewritten): the decline says what to do there.
 Rule noAcceleratorRule(clang::ast_matchers::internal::DynTypedMatcher Matcher, std::string Id,
                        std::string What, std::string Consequence);
 

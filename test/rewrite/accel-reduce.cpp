@@ -283,6 +283,67 @@ void tensor_sums() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'scaled' is added up over this process's batches{{.*}} [accel-reduce]
 }
 
+// A loss read, then scaled for accumulation: the read sees the loss function's mean (the
+// later assignment does not reach it); a loss scaled before it is read is another value.
+void scaled_after_read() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  double total = 0, scaled_total = 0;
+  int batches = 0;
+  for (auto &b : *data) {
+    auto loss = net(b.data).pow(2).mean();
+    total += loss.item<double>();
+    ++batches;
+    loss = loss / 2;
+    scaled_total += loss.item<double>();
+    loss.backward();
+    if (batches % 2 == 0) {
+      sgd.step();
+      sgd.zero_grad();
+    }
+  }
+  std::printf("%.4f\n", total / batches);
+  // CHECK-FIXES: accelerator.printf("%.4f\n", accelerator.reduce(total, "mean") / batches);
+  std::printf("%.4f\n", scaled_total / batches);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:25: warning: 'scaled_total' is added up over this process's batches{{.*}} [accel-reduce]
+}
+
+// The last batch's loss pushed into a history (bound to push_back's const reference), two
+// running means reset in one chained assignment, and a gradient norm summed where a
+// gradient is defined (synchronised: the same on every process, left alone).
+void history_and_resets() {
+  torch::nn::Linear net(4, 2);
+  torch::optim::SGD sgd(net->parameters(), 0.1);
+  auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  std::vector<double> history;
+  double last = 0, run_a = 0, run_b = 0, norms = 0;
+  int steps = 0;
+  for (auto &b : *data) {
+    sgd.zero_grad();
+    auto loss = net(b.data).pow(2).mean();
+    loss.backward();
+    double sq = 0;
+    for (const auto &p : net->parameters())
+      if (p.grad().defined())
+        sq += p.grad().pow(2).sum().item<double>();
+    norms += std::sqrt(sq);
+    sgd.step();
+    last = loss.item<double>();
+    run_a += loss.item<double>();
+    run_b += 2 * loss.item<double>();
+    if (++steps % 2 == 0) {
+      std::printf("%.4f %.4f\n", run_a / 2, run_b / 2);
+      // CHECK-FIXES: accelerator.printf("%.4f %.4f\n", accelerator.reduce(run_a, "mean") / 2, accelerator.reduce(run_b, "mean") / 2);
+      run_a = run_b = 0;
+    }
+  }
+  history.push_back(last);
+  // CHECK-FIXES: history.push_back(accelerator.reduce(last, "mean"));
+  std::printf("%.4f %.4f\n", history.back(), norms / steps);
+  // CHECK-FIXES: accelerator.printf("%.4f %.4f\n", history.back(), norms / steps);
+}
+
 // Batch values kept in an object or a container: not followed, so said (read later, they are
 // one process's share).
 struct AverageMeter {
@@ -728,6 +789,8 @@ int main() {
   last_batch();
   clipped_norms();
   tensor_sums();
+  scaled_after_read();
+  history_and_resets();
   held_elsewhere();
   not_followed();
   evaluated();

@@ -140,6 +140,9 @@ private:
   /// main file's offsets, from analysis/TrainingPlan.h) applies.
   bool Declined = false;
   std::vector<std::pair<unsigned, unsigned>> DeclinedRanges;
+  /// The main-file offsets of warnings that only apply where code is rewritten
+  /// (Finding::OnlyWhereRewritten), keyed as Collected::Findings.
+  std::map<std::tuple<unsigned, unsigned, std::string, std::string>, unsigned> OnlyWhereRewritten;
   /// The main file's text, which the edits are offsets of (taken at the first match).
   std::string MainFileCode;
 };

@@ -31,6 +31,10 @@ struct Finding {
     Decline,
   };
   KindType Kind = Rewrite;
+  /// A warning that only applies where the code is rewritten ("backward in 'main', which has
+  /// no accelerator"): in code a declined loop leaves as written, its decline says what to do,
+  /// and the engine drops this one.
+  bool OnlyWhereRewritten = false;
   /// Where the finding points (may be a macro location; front ends map it to the file).
   clang::SourceLocation Loc;
   std::string Message;
