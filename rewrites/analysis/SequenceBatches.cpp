@@ -38,8 +38,8 @@ bool holdsTensors(QualType Type) {
          llvm::StringRef(Plain.getAsString()).contains("at::Tensor");
 }
 
-/// The module class of a model type: the class itself, a holder's Impl, a shared_ptr's
-/// pointee.
+} // namespace
+
 const CXXRecordDecl *moduleClassOf(QualType Type) {
   const CXXRecordDecl *Record = recordOf(Type);
   const auto *Template = dyn_cast_or_null<ClassTemplateSpecializationDecl>(Record);
@@ -60,6 +60,8 @@ const CXXRecordDecl *moduleClassOf(QualType Type) {
   }
   return Record;
 }
+
+namespace {
 
 /// The source text of D, or empty.
 llvm::StringRef textOf(const Decl *D, const ASTContext &Ctx) {

@@ -21,6 +21,7 @@
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
+#include "clang/AST/DeclCXX.h"
 #include "clang/AST/Stmt.h"
 #include "llvm/ADT/ArrayRef.h"
 
@@ -38,6 +39,10 @@ struct CarriedState {
 /// A tensor that Loop's body both changes and passes to a module's forward, declared outside
 /// the loop; none when there is no such tensor.
 std::optional<CarriedState> carriedState(const clang::Stmt *Loop, clang::ASTContext &Ctx);
+
+/// The module class of a model type: the class itself, a holder's Impl (TORCH_MODULE's too),
+/// a shared_ptr's pointee.
+const clang::CXXRecordDecl *moduleClassOf(clang::QualType Type);
 
 /// A tensor member that a model's class assigns in its own methods (`state_ = h.detach();` in
 /// forward) and reads again: a recurrent state kept in the model across batches, which

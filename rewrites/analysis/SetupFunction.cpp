@@ -231,6 +231,50 @@ llvm::SmallVector<const VarDecl *, 2> SetupInfo::models() const {
   return Result;
 }
 
+namespace {
+/// A local list of tensors made whole from models and never filled again (`auto dec =
+/// decoder->parameters();`, then `params.insert(params.end(), dec.begin(), dec.end())`, the
+/// usual way to join two models' parameters): its models are those of its initializer, which
+/// Collect records.
+bool takenWholeFromModels(const VarDecl *Local, const CompoundStmt *Block,
+                          llvm::function_ref<void(const Stmt *)> Collect) {
+  if (!Local->getInit()) {
+    return false;
+  }
+  bool Refilled = false;
+  forEachStmt(Block, [&](const Stmt *S) {
+    const Expr *Target = nullptr;
+    if (const auto *Assign = dyn_cast<BinaryOperator>(S); Assign && Assign->isAssignmentOp()) {
+      Target = Assign->getLHS();
+    } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
+               Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
+      Target = Call->getArg(0);
+    } else if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+      const CXXMethodDecl *Method = Member->getMethodDecl();
+      if (Method && Method->getDeclName().isIdentifier() &&
+          llvm::is_contained({"push_back", "emplace_back", "insert", "emplace"},
+                             Method->getName())) {
+        Target = Member->getImplicitObjectArgument();
+      }
+    }
+    const auto *Ref =
+        dyn_cast_or_null<DeclRefExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
+    Refilled = Refilled || (Ref && Ref->getDecl() == Local);
+  });
+  bool FromModel = false;
+  forEachStmt(Local->getInit(), [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    FromModel = FromModel || (Ref && isModelType(Ref->getType().getNonReferenceType()));
+  });
+  if (Refilled || !FromModel) {
+    return false;
+  }
+  forEachStmt(Local->getInit(), Collect);
+  return true;
+}
+
+} // namespace
+
 SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   SetupInfo Info;
   Info.Function = Function;
@@ -398,7 +442,8 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
               !isModelType(Local->getType().getNonReferenceType()) &&
               (llvm::StringRef(Type).contains("at::Tensor") ||
                llvm::StringRef(Type).contains("OptimizerParamGroup")) &&
-              !S->getSourceRange().fullyContains(Local->getSourceRange())) {
+              !S->getSourceRange().fullyContains(Local->getSourceRange()) &&
+              !takenWholeFromModels(Local, Block, CollectModels)) {
             Unfollowed = Local;
           }
         });

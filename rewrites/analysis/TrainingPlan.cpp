@@ -291,6 +291,39 @@ const FunctionDecl *owningFunction(const FunctionDecl *Function) {
   return Function->getCanonicalDecl();
 }
 
+/// Whether Function is the call operator of a lambda that an optimizer's step takes as its
+/// closure (`auto closure = [&] { ...; loss.backward(); return loss; };
+/// optimizer.step(closure);`, LBFGS's way).
+bool closureOfAStep(const FunctionDecl *Function) {
+  const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Function);
+  if (!Method || !Method->getParent()->isLambda()) {
+    return false;
+  }
+  const CXXRecordDecl *Closure = Method->getParent();
+  const FunctionDecl *Outer = owningFunction(Function);
+  bool Given = false;
+  forEachStmt(Outer && Outer->hasBody() ? Outer->getBody() : nullptr, [&](const Stmt *S) {
+    const CXXMemberCallExpr *Step = nullptr;
+    if (Given || !isOptimizerStep(S, Step) || Step->getNumArgs() != 1) {
+      return;
+    }
+    const Expr *Argument = Step->getArg(0)->IgnoreImplicit();
+    forEachStmt(Argument, [&](const Stmt *Inner) {
+      if (const auto *Lambda = dyn_cast<LambdaExpr>(Inner)) {
+        Given = Given || Lambda->getLambdaClass() == Closure;
+      }
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(Inner)) {
+        const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+        const auto *Lambda = Var && Var->getInit()
+                                 ? dyn_cast<LambdaExpr>(Var->getInit()->IgnoreImplicit())
+                                 : nullptr;
+        Given = Given || (Lambda && Lambda->getLambdaClass() == Closure);
+      }
+    });
+  });
+  return Given;
+}
+
 /// The models prepared with the optimizers Plan steps (those found so far).
 llvm::SmallVector<const VarDecl *, 2> modelsOf(const LoopPlan &Plan, ASTContext &Ctx) {
   llvm::SmallVector<const VarDecl *, 2> Models;
@@ -362,6 +395,13 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
       Steps.push_back(Step);
     }
   });
+  if (Steps.empty() && closureOfAStep(Function)) {
+    Problem("this backward is in a closure given to optimizer.step(closure) (LBFGS), which "
+            "accelerator.step does not take: the optimizer evaluates the closure several times "
+            "a step; rewrite it by hand (accelerator.backward(loss) in the closure, and step "
+            "only when accelerator.sync_gradients()), or leave this training on one process");
+    return;
+  }
   if (Steps.empty()) {
     Problem(StraightLine
                 ? "this backward outside any loop in " + functionLabel(Function) +

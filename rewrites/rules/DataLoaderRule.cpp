@@ -341,25 +341,40 @@ bool onlyBoundsCountedLoops(const VarDecl *Var, const FunctionDecl *Function, AS
 /// Ref names a variable that sizes the batches of a loop in Function that cuts them by a
 /// counter (CountedBatchLoop::BatchSizes), outside the headers and cuts of such loops (which
 /// stay right as written) and outside the initializer of a variable that only bounds them.
-bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const DeclRefExpr *Ref,
-                      ASTContext &Ctx) {
+/// Whether Ref lies in the header or a cut of a loop of Function that cuts shared batches by
+/// a counter (`i += batch_size`, `X.slice(0, i, i + batch_size)`): batch_range and
+/// batch_rows share those, so they stay right.
+bool inCountedLoopHeaderOrCut(const DeclRefExpr *Ref, const FunctionDecl *Function,
+                              ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
-  bool Sizes = false, InHeaderOrCut = false;
+  bool Inside = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     const auto *Loop = dyn_cast<ForStmt>(S);
-    if (!Loop || !cutsSharedBatches(Loop, Ctx)) {
+    if (Inside || !Loop || !cutsSharedBatches(Loop, Ctx)) {
       return;
     }
     const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(Loop);
-    Sizes = Sizes || llvm::is_contained(Counted.BatchSizes, Var);
-    InHeaderOrCut =
-        InHeaderOrCut || within(Ref, Loop->getInit(), SM) || within(Ref, Loop->getCond(), SM) ||
-        within(Ref, Loop->getInc(), SM) ||
-        llvm::any_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); }) ||
-        llvm::any_of(Counted.Offsets,
-                     [&](const VarDecl *Offset) { return within(Ref, Offset->getInit(), SM); });
+    Inside = within(Ref, Loop->getInit(), SM) || within(Ref, Loop->getCond(), SM) ||
+             within(Ref, Loop->getInc(), SM) ||
+             llvm::any_of(Counted.Cuts, [&](const Stmt *Cut) { return within(Ref, Cut, SM); }) ||
+             llvm::any_of(Counted.Offsets, [&](const VarDecl *Offset) {
+               return within(Ref, Offset->getInit(), SM);
+             });
   });
-  if (!Sizes || InHeaderOrCut) {
+  return Inside;
+}
+
+bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const DeclRefExpr *Ref,
+                      ASTContext &Ctx) {
+  bool Sizes = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Loop = dyn_cast<ForStmt>(S);
+    if (Loop && cutsSharedBatches(Loop, Ctx)) {
+      Sizes = Sizes ||
+              llvm::is_contained(AnalysisContext::of(Ctx).countedBatchLoop(Loop).BatchSizes, Var);
+    }
+  });
+  if (!Sizes || inCountedLoopHeaderOrCut(Ref, Function, Ctx)) {
     return false;
   }
   // `const int64_t num_batches = N / batch_size;` read only as such a loop's bound.
@@ -382,9 +397,10 @@ const Expr *arithmeticOn(const DeclRefExpr *Ref, ASTContext &Ctx) {
     if (Parents.empty()) {
       return nullptr;
     }
-    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ParenExpr>() ||
-        Parents[0].get<MaterializeTemporaryExpr>() || Parents[0].get<CXXBindTemporaryExpr>() ||
-        Parents[0].get<CXXConstructExpr>()) {
+    // Through conversions, written ones included (`static_cast<double>(batch_size)`).
+    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ExplicitCastExpr>() ||
+        Parents[0].get<ParenExpr>() || Parents[0].get<MaterializeTemporaryExpr>() ||
+        Parents[0].get<CXXBindTemporaryExpr>() || Parents[0].get<CXXConstructExpr>()) {
       Current = Parents[0];
       continue;
     }
@@ -420,12 +436,16 @@ const Expr *arithmeticOn(const DeclRefExpr *Ref, ASTContext &Ctx) {
 AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
   ASTContext &Ctx = Finder->getASTContext();
   const auto *Var = dyn_cast<VarDecl>(Node.getDecl());
+  // A local, a parameter, or a constant at file scope (`const int64_t kBatchSize = 64;`, as
+  // the MNIST example writes it), looked for in the function that reads it.
+  const bool FileScope = Var && Var->hasGlobalStorage() && !Var->isStaticLocal();
   if (!Var || !Var->getType()->isIntegerType() ||
-      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) || !arithmeticOn(&Node, Ctx)) {
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var) || FileScope) || !arithmeticOn(&Node, Ctx)) {
     return false;
   }
-  const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-  return Function && Function->getBody() &&
+  const auto *Function = FileScope ? enclosingFunction(DynTypedNode::create(Node), Ctx)
+                                   : dyn_cast<FunctionDecl>(Var->getDeclContext());
+  return Function && Function->getBody() && !inCountedLoopHeaderOrCut(&Node, Function, Ctx) &&
          (feedsTrainingLoader(Var, Function, &Node, Ctx) ||
           sizesCountedLoop(Var, Function, &Node, Ctx));
 }
@@ -565,7 +585,7 @@ Rule makeDataLoaderRule() {
       noEdits(), finding(Finding::Warning, "size", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("size");
         std::string Name = Ref->getDecl()->getNameAsString();
-        const auto *Function = cast<FunctionDecl>(Ref->getDecl()->getDeclContext());
+        const auto *Function = enclosingFunction(DynTypedNode::create(*Ref), *Match.Context);
         const bool Loader =
             feedsTrainingLoader(cast<VarDecl>(Ref->getDecl()), Function, Ref, *Match.Context);
         const std::string What = Loader ? "' sets a training loader's batch size"

@@ -33,6 +33,14 @@ AST_MATCHER(QualType, isPathLike) {
   return Record && Record->getName() == "basic_string" && Record->isInStdNamespace();
 }
 
+/// An in-memory string stream (std::stringstream, std::ostringstream): a snapshot each
+/// process keeps for itself (best weights restored later with torch::load), not a file.
+AST_MATCHER(QualType, isStringStream) {
+  const CXXRecordDecl *Record = Node.getNonReferenceType()->getAsCXXRecordDecl();
+  return Record && Record->isInStdNamespace() &&
+         (Record->getName() == "basic_stringstream" || Record->getName() == "basic_ostringstream");
+}
+
 /// Inside a branch that asks which process this is: the program writes on one process
 /// already.
 AST_MATCHER(CallExpr, onSomeProcessesOnly) {
@@ -56,7 +64,12 @@ Rule makeSaveRule() {
     return CharSourceRange::getTokenRange(Ref->getBeginLoc(), Ref->getEndLoc());
   };
   return applyFirst<Finding>(
-      {makeRule(callExpr(Save, onSomeProcessesOnly()), noEdits(),
+      {makeRule(callExpr(Save, argumentCountIs(2), hasArgument(1, expr(hasType(isStringStream())))),
+                noEdits(),
+                explain("call", "torch::save into a string stream keeps a snapshot in this "
+                                "process's memory (each process its own, as each restores its "
+                                "own): it stays as it is")),
+       makeRule(callExpr(Save, onSomeProcessesOnly()), noEdits(),
                 explain("call", "this torch::save runs on the processes the branch around it "
                                 "picks already; it stays as it is")),
        makeRule(callExpr(Save, forFunction(acceleratorFunction()), underBranchThatDiffers()),

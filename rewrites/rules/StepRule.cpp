@@ -188,7 +188,8 @@ Rule makeStepRule() {
       cxxMemberCallExpr(inUserCode(), unless(inTrainingStep()), forFunction(acceleratorFunction()),
                         onOptimizerPreparedBefore(),
                         callee(cxxMethodDecl(hasAnyName("step", "zero_grad"), ofClass(Optimizer))),
-                        argumentCountIs(0))
+                        // Only its default arguments (a closure is LBFGS's, said above).
+                        unless(hasAnyArgument(unless(cxxDefaultArgExpr()))))
           .bind("call");
   auto Step = [](const MatchResult &Match) -> std::string {
     return "accelerator.step(" + calledObject(call(Match), *Match.Context) + ")";

@@ -12,10 +12,13 @@
 #include "RuleFactories.h"
 #include "analysis/AnalysisContext.h"
 #include "analysis/IncludedTraining.h"
+#include "analysis/SequenceBatches.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/Statistics.h"
+#include "analysis/TrainingLoops.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
 
 using namespace clang;
@@ -40,6 +43,92 @@ AST_MATCHER(Stmt, inShardedLoop) {
     }
   }
   return false;
+}
+/// Inside the forward of a model class that a rewritten loop over shared batches trains
+/// (a VAE's reparameterisation draws its noise there).
+AST_MATCHER(Stmt, inForwardOfSharedModel) {
+  ASTContext &Ctx = Finder->getASTContext();
+  const auto *Method =
+      dyn_cast_or_null<CXXMethodDecl>(enclosingFunction(DynTypedNode::create(Node), Ctx));
+  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "forward") {
+    return false;
+  }
+  for (const LoopPlan &Plan : AnalysisContext::of(Ctx).trainingPlans().Loops) {
+    if (!Plan.sound() || !Plan.Loader) {
+      continue;
+    }
+    const Stmt *Body = loopBody(Plan.Unit);
+    for (const VarDecl *Model : modelsTrainedIn(Body ? Body : Plan.Unit, Ctx)
+                                    .value_or(llvm::SmallVector<const VarDecl *, 2>())) {
+      const CXXRecordDecl *Class = moduleClassOf(Model->getType());
+      if (Class && Class->getCanonicalDecl() == Method->getParent()->getCanonicalDecl()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// A reduction that counts or adds up over this process's rows: `mask.sum()`,
+/// `torch::count_nonzero(mask)`.
+bool countsOverRows(const Stmt *S) {
+  for (llvm::StringRef Name : {"sum", "count_nonzero"}) {
+    if (isMethodCall(S, "at::Tensor", Name) || isMethodCall(S, "at::TensorBase", Name)) {
+      return true;
+    }
+    const auto *Call = dyn_cast<CallExpr>(S);
+    const auto *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (Callee && Callee->getDeclName().isIdentifier() && Callee->getName() == Name &&
+        (qualifiedName(Callee) == "torch::" + Name.str() ||
+         qualifiedName(Callee) == "at::" + Name.str())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// A tensor divided by a count or sum over this process's rows (`(err * mask).sum() /
+/// mask.sum()`, a mean over the real tokens of a padded batch) on its way to backward: each
+/// process divides by its own count, and the average of the processes' gradients weighs them
+/// alike, which is not the mean over the whole batch unless every count is the same.
+AST_MATCHER(CXXOperatorCallExpr, dividesLossByItsOwnCount) {
+  ASTContext &Ctx = Finder->getASTContext();
+  if (Node.getOperator() != OO_Slash || Node.getNumArgs() != 2 || !isTensorType(Node.getType())) {
+    return false;
+  }
+  bool Counts = false;
+  forEachStmt(Node.getArg(1), [&](const Stmt *S) { Counts = Counts || countsOverRows(S); });
+  if (!Counts) {
+    return false;
+  }
+  // Up to the backward it feeds, or to the local it initialises and a backward of the same
+  // loop that reads that local.
+  const VarDecl *Local = nullptr;
+  for (DynTypedNodeList Parents = Ctx.getParents(Node); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (const auto *Call = Parents[0].get<CallExpr>(); Call && isBackwardCall(Call)) {
+      return true;
+    }
+    if ((Local = Parents[0].get<VarDecl>())) {
+      break;
+    }
+    if (Parents[0].get<Stmt>() == nullptr ||
+        isa_and_nonnull<CompoundStmt>(Parents[0].get<Stmt>())) {
+      return false;
+    }
+  }
+  const auto *Function = Local ? dyn_cast<FunctionDecl>(Local->getDeclContext()) : nullptr;
+  bool Feeds = false;
+  forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
+    if (Feeds || !isBackwardCall(S)) {
+      return;
+    }
+    forEachStmt(S, [&](const Stmt *Inner) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(Inner);
+      Feeds = Feeds || (Ref && Ref->getDecl() == Local);
+    });
+  });
+  return Feeds;
 }
 } // namespace
 
@@ -100,12 +189,15 @@ Rule makeTrainingLoopRule() {
   auto InPlace = cxxMethodDecl(hasAnyName("uniform_", "normal_", "bernoulli_", "random_",
                                           "exponential_", "geometric_", "cauchy_", "log_normal_"),
                                ofClass(hasName("::at::Tensor")));
-  auto Random = callExpr(inUserCode(), forFunction(acceleratorFunction()), inShardedLoop(),
+  auto Random = callExpr(inUserCode(),
+                         anyOf(allOf(forFunction(acceleratorFunction()), inShardedLoop()),
+                               inForwardOfSharedModel()),
                          anyOf(callee(functionDecl(hasAnyName(Names))), callee(InPlace)))
                     .bind("random");
   auto SameDraws = makeRule(
       Random, noEdits(),
-      warn("random", "random numbers drawn in a loop over this process's share of the batches "
+      warn("random", "random numbers drawn for a batch of a loop over this process's share "
+                     "of the batches (in the loop, or in the forward of the model it trains) "
                      "are the same on every process (each process's generator starts from the "
                      "same seed), so the processes use the same draws for different samples: "
                      "the global batch gets fewer distinct draws than the original's, and "
@@ -113,7 +205,19 @@ Rule makeTrainingLoopRule() {
                      "a generator seeded per process, such as "
                      "at::make_generator<at::CPUGeneratorImpl>(seed + "
                      "accelerator.process_index())"));
-  return applyFirst<Finding>({makeRule(Backward, noEdits(), Verdict), SameDraws,
+  auto OwnCount = makeRule(
+      cxxOperatorCallExpr(inUserCode(), forFunction(acceleratorFunction()), inShardedLoop(),
+                          dividesLossByItsOwnCount())
+          .bind("division"),
+      noEdits(),
+      warn("division",
+           "this loss is divided by a count over this process's part of the batch: each "
+           "process divides by its own count, and averaging the processes' gradients weighs "
+           "them alike, so unless every process counts the same the result is not the "
+           "original's mean over the whole batch (nor is the printed loss); to match it, "
+           "multiply by accelerator.num_processes() and divide by "
+           "accelerator.reduce(<the count>, \"sum\") instead"));
+  return applyFirst<Finding>({makeRule(Backward, noEdits(), Verdict), SameDraws, OwnCount,
                               makeRule(translationUnitDecl().bind("unit"), noEdits(), Headers)});
 }
 

@@ -28,7 +28,7 @@ void by_hand() {
 }
 // CHECK-FIXES: for (int i = 0; i < 4; ++i) {
 // CHECK-FIXES-NEXT: auto accumulation_guard = accelerator.accumulate(model);
-// CHECK-FIXES-NEXT: accelerator.backward((model(torch::randn({2, 4})).sum() / accumulation));
+// CHECK-FIXES-NEXT: accelerator.backward(model(torch::randn({2, 4})).sum() / accumulation);
 
 int main() {
   torch::nn::Linear model(4, 1);

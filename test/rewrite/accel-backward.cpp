@@ -50,7 +50,7 @@ int main() {
   loss.backward(grad, /*retain_graph=*/true);
   // CHECK-FIXES: accelerator.backward(loss, grad, /*retain_graph=*/true);
   (loss * 2).backward();
-  // CHECK-FIXES: accelerator.backward((loss * 2));
+  // CHECK-FIXES: accelerator.backward(loss * 2);
   torch::Tensor *pointer = &loss;
   pointer->backward();
   // CHECK-FIXES: accelerator.backward(*pointer);

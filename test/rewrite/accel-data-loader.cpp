@@ -248,6 +248,29 @@ void schedule_length(torch::nn::Linear &model, torch::optim::Optimizer &optimize
   }
 }
 
+// The same through a cast, and with a constant at file scope, as the MNIST example writes
+// it (`std::ceil(size / static_cast<double>(kBatchSize))`); a counter loop that cuts with it
+// is shared (batch_range, batch_rows) and stays unwarned.
+const int64_t kBatchSize = 4;
+void batches_per_epoch(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
+  auto loader = torch::data::make_data_loader(Data(torch::randn({16, 4})), kBatchSize);
+  const auto per_epoch = static_cast<int64_t>(std::ceil(16 / static_cast<double>(kBatchSize)));
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:82: warning: 'kBatchSize' sets a training loader's batch size, and this computes with it{{.*}} [accel-data-loader]
+  std::cout << per_epoch << " batches\n";
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    model(b[0].data).sum().backward();
+    optimizer.step();
+  }
+  auto X = torch::randn({16, 4});
+  for (int64_t i = 0; i < 16; i += kBatchSize) {
+    // CHECK-FIXES: for (int64_t i : accelerator.batch_range(0, 16, kBatchSize)) {
+    optimizer.zero_grad();
+    model(X.slice(0, i, i + kBatchSize)).sum().backward();
+    optimizer.step();
+  }
+}
+
 // A loss divided by that batch size (`l.sum() / batch_size`, as d2l writes it): right by
 // default, N times too small under split_batches, where a process holds part of each batch;
 // warned, with what to write instead.
@@ -359,6 +382,7 @@ int main() {
   hand_made(model, optimizer);
   counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
+  batches_per_epoch(model, optimizer);
   loss_per_configured_batch(model, optimizer, 4);
   from_a_factory(model, optimizer, 2);
   from_a_holder(model, optimizer);

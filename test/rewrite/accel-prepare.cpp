@@ -86,16 +86,33 @@ void filtered_by_name() {
   optimizer.step();
 }
 
-// Gathered from another vector, whose models the analysis does not follow: not prepared, and
-// said so.
+// Gathered from another vector filled in ways the analysis does not follow: not prepared,
+// and said so.
 void gathered_from_elsewhere() {
   torch::nn::Linear model(4, 1);
-  std::vector<torch::Tensor> base = model->parameters();
+  std::vector<torch::Tensor> base;
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: cannot tell which models the parameters of optimizer 'optimizer' come from: they are gathered from 'base', which accel-rewrite does not follow; call accelerator.prepare with every model whose parameters it holds and the optimizer, before training [accel-prepare]
+  for (const auto &p : model->parameters()) {
+    base.push_back(p);
+  }
   std::vector<torch::Tensor> params;
   params.insert(params.end(), base.begin(), base.end());
-  // CHECK-MESSAGES: input.cpp:[[@LINE-3]]:30: warning: cannot tell which models the parameters of optimizer 'optimizer' come from: they are gathered from 'base', which accel-rewrite does not follow; call accelerator.prepare with every model whose parameters it holds and the optimizer, before training [accel-prepare]
   torch::optim::SGD optimizer(params, 0.1);
   model(torch::randn({2, 4})).sum().backward();
+  optimizer.step();
+}
+
+// Two models' parameters joined through a local list taken whole from one of them (the
+// usual way: two calls of parameters() would be two different vectors): both prepared.
+void joined_parameters() {
+  torch::nn::Linear encoder(4, 2), decoder(2, 1);
+  std::vector<torch::Tensor> params = encoder->parameters();
+  auto decoder_params = decoder->parameters();
+  params.insert(params.end(), decoder_params.begin(), decoder_params.end());
+  torch::optim::Adam optimizer(params, 0.01);
+  // CHECK-FIXES: torch::optim::Adam optimizer(params, 0.01);
+  // CHECK-FIXES-NEXT: accelerator.prepare(encoder, decoder, optimizer);
+  decoder(encoder(torch::randn({2, 4}))).sum().backward();
   optimizer.step();
 }
 
@@ -311,6 +328,7 @@ int main() {
   groups();
   gathered();
   gathered_from_elsewhere();
+  joined_parameters();
   filtered_by_name();
   held_by_pointer();
   submodule_only();

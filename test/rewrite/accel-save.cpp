@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -41,10 +42,15 @@ int main() {
   // CHECK-FIXES: accelerator.save(optimizer, path);
   torch::save(model, path + ".bak");
   // CHECK-FIXES: accelerator.save(model, path + ".bak");
+  // Into memory: each process keeps (and later restores) its own snapshot; left alone.
   std::ostringstream stream;
   torch::save(model, stream);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save to a stream or with extra arguments: run it on the main process only, inside 'if (accelerator.is_main_process())' [accel-save]
   // CHECK-FIXES: torch::save(model, stream);
+  std::ofstream file("model.bin", std::ios::binary);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: every process runs this file write {{.*}} [accel-file-write]
+  torch::save(model, file);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: torch::save to a stream or with extra arguments: run it on the main process only, inside 'if (accelerator.is_main_process())' [accel-save]
+  // CHECK-FIXES: torch::save(model, file);
   checkpoint(model);
   // CHECK-FIXES: checkpoint(accelerator, model);
   // A new best batch loss saved at once: each process decides on its own batch, so neither

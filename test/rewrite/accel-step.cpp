@@ -62,10 +62,12 @@ int main() {
     per_epoch.step();
     // CHECK-FIXES: {{^}}    per_epoch.step();
   }
-  // No backward in this loop: not a training step.
+  // After the training loop (here a loop with no backward; usually the step that flushes the
+  // last micro-batches of an accumulation written by hand): still the prepared optimizer's
+  // gradients, which accelerator.backward scaled under fp16, so the accelerator's step.
   for (int i = 0; i < 2; ++i) {
     optimizer.step();
-    // CHECK-FIXES: {{^}}    optimizer.step();
+    // CHECK-FIXES: {{^}}    accelerator.step(optimizer);
   }
 }
 

@@ -711,9 +711,31 @@ void noise_per_batch() {
   for (auto &batch : *loader) {
     optimizer.zero_grad();
     auto noisy = batch.data + 0.1 * torch::randn_like(batch.data);
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:37: warning: random numbers drawn in a loop over this process's share of the batches are the same on every process {{.*}} [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:37: warning: random numbers drawn for a batch of a loop over this process's share of the batches {{.*}} are the same on every process {{.*}} [accel-training-loop]
     model->forward(noisy).mean().backward();
     // CHECK-FIXES: {{^}}    accelerator.backward(model->forward(noisy).mean());
+    optimizer.step();
+  }
+}
+
+// A mean over the real tokens of a padded batch, divided by this process's own count: said
+// (averaging the processes' gradients weighs their counts alike). Noise drawn in the trained
+// model's forward (a VAE's reparameterisation) is the same on every process: said too.
+struct Noisy : torch::nn::Module {
+  torch::nn::Linear fc = register_module("fc", torch::nn::Linear(4, 1));
+  torch::Tensor forward(torch::Tensor x) { return fc(x + 0.1 * torch::randn_like(x)); }
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:64: warning: random numbers drawn for a batch {{.*}} [accel-training-loop]
+};
+void masked_mean() {
+  auto model = std::make_shared<Noisy>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto mask = (batch.data.select(1, 0) > 0).to(torch::kFloat);
+    auto loss = (model->forward(batch.data).squeeze(1) * mask).sum() / mask.sum();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:17: warning: this loss is divided by a count over this process's part of the batch{{.*}} [accel-training-loop]
+    loss.backward();
     optimizer.step();
   }
 }
@@ -724,20 +746,22 @@ void flushes_after_the_loop() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
-  int micro = 0;
-  for (auto &batch : *loader) {
-    (model->forward(batch.data).mean() / 3).backward();
-    // CHECK-FIXES: {{^}}    accelerator.backward(model->forward(batch.data).mean() / 3);
-    if (++micro % 3 == 0) {
-      optimizer.step();
-      optimizer.zero_grad();
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    int micro = 0;
+    for (auto &batch : *loader) {
+      (model->forward(batch.data).mean() / 3).backward();
+      // CHECK-FIXES: {{^}}      accelerator.backward(model->forward(batch.data).mean() / 3);
+      if (++micro % 3 == 0) {
+        optimizer.step();
+        optimizer.zero_grad();
+      }
     }
-  }
-  if (micro % 3 != 0) {
-    optimizer.step();
-    // CHECK-FIXES: {{^}}    accelerator.step(optimizer);
-    optimizer.zero_grad();
-    // CHECK-FIXES: {{^}}    accelerator.zero_grad(optimizer);
+    if (micro % 3 != 0) {
+      optimizer.step();
+      // CHECK-FIXES: {{^}}      accelerator.step(optimizer);
+      optimizer.zero_grad();
+      // CHECK-FIXES: {{^}}      accelerator.zero_grad(optimizer);
+    }
   }
 }
 
@@ -798,6 +822,7 @@ int main() {
   plateau_on_last_tensor();
   noise_per_batch();
   flushes_after_the_loop();
+  masked_mean();
   teacher_then_student();
   Trainer().train();
   // CHECK-FIXES: {{^}}  Trainer().train(accelerator);
