@@ -34,22 +34,6 @@ const Stmt *functionBodyAround(const Stmt *S, const Stmt *Fallback, ASTContext &
   return Fallback;
 }
 
-/// Whether S is inside a loop over this process's shard of the batches.
-bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
-  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
-       Parents = Ctx.getParents(Parents[0])) {
-    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
-      return false;
-    }
-    if (const auto *Loop = Parents[0].get<Stmt>();
-        Loop && isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Loop) &&
-        iteratesShardedLoader(Loop, Ctx)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 /// Values that differ between the processes after the rewrite: what this process's shard
 /// gave a local variable (inside a sharded loop, from tensors) and accel-reduce does not
 /// combine where it is read.
@@ -131,6 +115,21 @@ struct ShardValues {
 };
 
 } // namespace
+
+bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
+  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return false;
+    }
+    if (const auto *Loop = Parents[0].get<Stmt>();
+        Loop && isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Loop) &&
+        iteratesShardedLoader(Loop, Ctx)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &Ctx) {
   const Stmt *FunctionBody = functionBodyAround(Loop, Loop, Ctx);

@@ -24,6 +24,10 @@
 
 namespace accel::rewrites {
 
+/// Whether S is inside a loop over this process's shard of the batches, in its own function
+/// (a lambda's body is a function of its own).
+bool insideShardedLoop(const clang::Stmt *S, clang::ASTContext &Ctx);
+
 struct DivergentStep {
   /// The break, continue, return, goto or throw, or the backward or optimizer step.
   const clang::Stmt *Statement = nullptr;

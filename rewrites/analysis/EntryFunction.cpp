@@ -90,9 +90,14 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
       }
       return;
     }
-    // Plain functions of this file only: a template, a member or a lambda keeps its own.
+    // Functions of this file only, function templates included (`template <typename Loader>
+    // void train(Net &model, Loader &loader)`, the loader's type deduced): a member or a
+    // lambda keeps its own.
+    const FunctionDecl::TemplatedKind Kind =
+        Definition ? Definition->getTemplatedKind() : FunctionDecl::TK_NonTemplate;
     if (!Definition || isa<CXXMethodDecl>(Definition) ||
-        Definition->getTemplatedKind() != FunctionDecl::TK_NonTemplate ||
+        (Kind != FunctionDecl::TK_NonTemplate &&
+         Kind != FunctionDecl::TK_FunctionTemplateSpecialization) ||
         !SM.isWrittenInMainFile(SM.getExpansionLoc(Definition->getLocation())) ||
         hasAccelerator(Definition) || !createsOptimizer(Definition)) {
       return;
@@ -105,10 +110,36 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
     const auto Callers = callersOf(Definition, Ctx);
     if (Callers.size() == 1 && *Callers.begin() == Main->getCanonicalDecl()) {
       Setups.insert(Definition->getCanonicalDecl());
+      // A template: its pattern and every instantiation, which the rules see one by one.
+      if (const FunctionTemplateDecl *Template = Definition->getPrimaryTemplate()) {
+        Setups.insert(Template->getTemplatedDecl()->getCanonicalDecl());
+        for (const FunctionDecl *Instance : Template->specializations()) {
+          Setups.insert(Instance->getCanonicalDecl());
+        }
+      }
     }
   });
-  if (Setups.empty() ||
-      (!TrainsMembers && !writesOutput(Main->getBody()) && !writesFiles(Main, Ctx))) {
+  // A loader main makes and hands to such a function is prepared in main, which needs the
+  // Accelerator for it (the function's own would not reach it).
+  bool HandsLoader = false;
+  forEachStmt(Main->getBody(), [&](const Stmt *S) {
+    const auto *Declaration = dyn_cast<DeclStmt>(S);
+    if (!Declaration) {
+      return;
+    }
+    for (const Decl *D : Declaration->decls()) {
+      const auto *Loader = dyn_cast<VarDecl>(D);
+      if (!Loader || !makeDataLoaderInit(Loader)) {
+        continue;
+      }
+      for (const LoaderHandOff &HandOff : loaderHandOffs(Loader, Ctx)) {
+        HandsLoader = HandsLoader || (HandOff.Callee && HandOff.Trains &&
+                                      Setups.count(HandOff.Callee->getCanonicalDecl()));
+      }
+    }
+  });
+  if (Setups.empty() || (!TrainsMembers && !HandsLoader && !writesOutput(Main->getBody()) &&
+                         !writesFiles(Main, Ctx))) {
     return Result;
   }
   Result->Main = Main->getCanonicalDecl();

@@ -208,8 +208,12 @@ std::optional<CarriedState> carriedState(const Stmt *Loop, ASTContext &Ctx) {
       forEachStmt(Call->getArg(I), [&](const Stmt *Child) {
         const auto *Ref = dyn_cast<DeclRefExpr>(Child);
         const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+        // A loader's iterator (`while (it != loader->end())`) walks the batches; it is no
+        // state.
+        const CXXRecordDecl *Record = Var ? recordOf(Var->getType()) : nullptr;
         if (Found || !Var || !Var->hasLocalStorage() || !holdsTensors(Var->getType()) ||
-            Within(Var->getLocation(), Loop)) {
+            Within(Var->getLocation(), Loop) ||
+            (Record && qualifiedName(Record) == "torch::data::Iterator")) {
           return;
         }
         // Changed elsewhere in the body (`h = ...`, `std::tie(h, c) = ...`, `h.detach_()`);

@@ -156,10 +156,13 @@ bool replacesHolder(const DeclRefExpr *Use, ASTContext &Ctx) {
   return false;
 }
 
-/// Whether S trains only through methods of trainer classes that prepare their own members
-/// (analysis/MemberTraining.h): that training is prepared where it runs, so it may come before
-/// the optimizers of this function are created (a class trains first, `main` fine-tunes).
-bool trainsOnlyThroughTrainerMethods(const Stmt *S, ASTContext &Ctx) {
+/// Whether S trains only through calls that prepare what they train themselves: methods of
+/// trainer classes that prepare their own members (analysis/MemberTraining.h), and functions
+/// that create their own optimizer and can prepare it (`fit_teacher(teacher, *loader)`,
+/// whose optimizer is made inside). That training is prepared where it runs, so it may come
+/// before the optimizers of this function are created (a teacher or a class trains first,
+/// `main` trains a student or fine-tunes after).
+bool trainsOnlyThroughSelfPreparingCalls(const Stmt *S, ASTContext &Ctx) {
   if (containsBackward(S)) {
     return false;
   }
@@ -171,7 +174,13 @@ bool trainsOnlyThroughTrainerMethods(const Stmt *S, ASTContext &Ctx) {
         !trains(Callee->getDefinition()->getBody(), Ctx)) {
       return;
     }
+    const FunctionDecl *Definition = Callee->getDefinition();
     if (isa<CXXMemberCallExpr>(Call) && AnalysisContext::of(Ctx).memberTraining(Callee).sound()) {
+      Any = true;
+    } else if (const SetupInfo *Own = createsOptimizer(Definition)
+                                          ? &AnalysisContext::of(Ctx).setup(Definition)
+                                          : nullptr;
+               Own && Own->Problem.empty() && !Own->Groups.empty()) {
       Any = true;
     } else {
       Only = false;
@@ -601,7 +610,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
       bool PreparesInside = llvm::any_of(Info.Groups, [&](const PrepareGroup &Inner) {
         return bodyStatementOf(DynTypedNode::create(*Inner.Block), Group.Block, Ctx) == S;
       });
-      if (!PreparesInside && !trainsOnlyThroughTrainerMethods(S, Ctx) &&
+      if (!PreparesInside && !trainsOnlyThroughSelfPreparingCalls(S, Ctx) &&
           (trainsInLoop(S, Ctx) || callsTraining(S, Ctx))) {
         Problem(S->getBeginLoc(),
                 "the training loop starts before the model, optimizer and scheduler are all "

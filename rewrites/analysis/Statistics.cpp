@@ -527,6 +527,8 @@ bool dividedByStepCounterOrNothing(const Stmt *Read, ASTContext &Ctx) {
 
 } // namespace
 
+bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx); // below
+
 StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTContext &Ctx) {
   StatisticRead Result;
   if (!Var || !Var->isLocalVarDecl() || Var->isStaticLocal() || isa<ParmVarDecl>(Var)) {
@@ -576,10 +578,22 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
       return mentionsTensor(W.Increment) || computedFromTensors(W.Increment, Function->getBody()) ||
              Value == BatchValue::Sum || Value == BatchValue::Mean;
     });
-    Result.Unclear = FromBatches || (Tensor && llvm::any_of(Writes, [&](const Write &W) {
-                                       return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
-                                     }));
-    if (FromBatches) {
+    // After the loop, the last batch's loss as this process saw it (`if (loss.item<float>() <
+    // best) best = loss.item<float>();` on a tensor the loop assigned).
+    const bool FromLastBatch = llvm::any_of(Writes, [&](const Write &W) {
+      bool Last = false;
+      forEachStmt(W.Kind == Write::Other ? W.Increment : nullptr, [&](const Stmt *S) {
+        const auto *Item = dyn_cast<CXXMemberCallExpr>(S);
+        Last =
+            Last || (Item && isTensorMethodCall(Item, "item") && readsLastBatchTensor(Item, Ctx));
+      });
+      return Last;
+    });
+    Result.Unclear = FromBatches || FromLastBatch ||
+                     (Tensor && llvm::any_of(Writes, [&](const Write &W) {
+                        return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
+                      }));
+    if (FromBatches || FromLastBatch) {
       Result.Why = "it is computed from this process's batches in a way accel-reduce does not "
                    "follow (an average updated in place, a minimum, a value kept or counted "
                    "when a batch's value says so); combine the values it is computed from "

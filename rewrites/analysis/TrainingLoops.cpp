@@ -43,38 +43,63 @@ const CallExpr *makeDataLoaderInit(const VarDecl *Var) {
   return Call;
 }
 
+namespace {
+/// The loader whose `begin()` or `end()` (Name) E calls: `loader->begin()`, `loader.begin()`,
+/// `(*loader).begin()`, also in a template where the loader's type is a parameter (the call
+/// is then dependent: `loader.begin()` on a `Loader &loader`); null for anything else.
+const VarDecl *loaderWhoseCalled(const Expr *E, llvm::StringRef Name) {
+  const Expr *Object = nullptr;
+  if (const auto *Member = dyn_cast_or_null<CXXMemberCallExpr>(E)) {
+    const CXXMethodDecl *Method = Member->getMethodDecl();
+    if (Method && Method->getDeclName().isIdentifier() && Method->getName() == Name) {
+      Object = Member->getImplicitObjectArgument();
+    }
+  } else if (const auto *Call = dyn_cast_or_null<CallExpr>(E)) {
+    const auto *Dependent = dyn_cast<CXXDependentScopeMemberExpr>(Call->getCallee());
+    if (Dependent && !Dependent->isImplicitAccess() &&
+        Dependent->getMember().getAsString() == Name) {
+      Object = Dependent->getBase();
+    }
+  }
+  if (!Object) {
+    return nullptr;
+  }
+  Object = Object->IgnoreParenImpCasts();
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+    Object = Arrow->getArg(0);
+  }
+  return namedVar(Object);
+}
+} // namespace
+
 const VarDecl *walkedLoader(const Stmt *Loop) {
   const auto *For = dyn_cast_or_null<ForStmt>(Loop);
+  const auto *While = dyn_cast_or_null<WhileStmt>(Loop);
+  const Expr *Condition = For ? For->getCond() : While ? While->getCond() : nullptr;
   const auto *Init = For ? dyn_cast_or_null<DeclStmt>(For->getInit()) : nullptr;
-  const auto *It =
+  const VarDecl *It =
       Init && Init->isSingleDecl() ? dyn_cast<VarDecl>(Init->getSingleDecl()) : nullptr;
+  // `auto it = loader->begin(); while (it != loader->end()) { ...; ++it; }`: the iterator the
+  // condition compares, declared before the loop.
+  if (While && Condition) {
+    forEachStmt(Condition, [&](const Stmt *S) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(S);
+      const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+      if (!It && Var && Var->isLocalVarDecl() && Var->getInit() &&
+          loaderWhoseCalled(spelled(Var->getInit()), "begin")) {
+        It = Var;
+      }
+    });
+  }
   if (!It || !It->getInit() || !It->getType()->getContainedAutoType()) {
     return nullptr; // an iterator type spelled out would not fit the prepared loader's
   }
-  const auto *Begin = dyn_cast<CXXMemberCallExpr>(spelled(It->getInit()));
-  const CXXMethodDecl *Method = Begin ? Begin->getMethodDecl() : nullptr;
-  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "begin") {
-    return nullptr;
-  }
-  // The loader named by `loader->begin()`, `loader.begin()` or `(*loader).begin()`.
-  auto LoaderOf = [](const CXXMemberCallExpr *Call) {
-    const Expr *Object = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
-    if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
-        Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
-      Object = Arrow->getArg(0);
-    }
-    return namedVar(Object);
-  };
-  const VarDecl *Loader = LoaderOf(Begin);
+  const VarDecl *Loader = loaderWhoseCalled(spelled(It->getInit()), "begin");
   // The condition compares with the same loader's end().
   bool EndOfIt = false;
-  forEachStmt(For->getCond(), [&](const Stmt *S) {
-    const auto *End = dyn_cast<CXXMemberCallExpr>(S);
-    const CXXMethodDecl *Called = End ? End->getMethodDecl() : nullptr;
-    if (!Called || !Called->getDeclName().isIdentifier() || Called->getName() != "end") {
-      return;
-    }
-    EndOfIt = EndOfIt || (Loader && LoaderOf(End) == Loader);
+  forEachStmt(Condition, [&](const Stmt *S) {
+    EndOfIt = EndOfIt || (Loader && loaderWhoseCalled(dyn_cast<Expr>(S), "end") == Loader);
   });
   return EndOfIt ? Loader : nullptr;
 }
@@ -100,9 +125,10 @@ void rangeForsOver(const Stmt *Body, const VarDecl *Var, bool &Iterated, bool &T
       Iterated = true;
       Trains = Trains || trains(Loop->getBody(), Ctx); // a step helper's call too
     }
-    if (const auto *Walk = dyn_cast<ForStmt>(S); Walk && walkedLoader(Walk) == Var) {
-      Iterated = true; // `for (auto it = loader->begin(); it != loader->end(); ++it)`
-      Trains = Trains || trains(Walk->getBody(), Ctx);
+    if (isa<ForStmt, WhileStmt>(S) && walkedLoader(S) == Var) {
+      // `for (auto it = loader->begin(); it != loader->end(); ++it)`, or the same as a while
+      Iterated = true;
+      Trains = Trains || trains(loopBody(S), Ctx);
     }
   });
 }

@@ -23,9 +23,9 @@ const clang::VarDecl *iteratedVar(const clang::CXXForRangeStmt *Loop);
 /// stateless overloads), or a function of the program's own that returns such a loader (a
 /// factory, `auto loader = make_loader(dataset, 64);`); null for other variables.
 const clang::CallExpr *makeDataLoaderInit(const clang::VarDecl *Var);
-/// The loader a for-loop walks with its iterators, `for (auto it = loader->begin(); it !=
-/// loader->end(); ++it)` (the iterator declared auto, so that a prepared loader's fits); null
-/// for any other statement.
+/// The loader a loop walks with its iterators, `for (auto it = loader->begin(); it !=
+/// loader->end(); ++it)`, or `auto it = loader->begin(); while (it != loader->end())` (the
+/// iterator declared auto, so that a prepared loader's fits); null for any other statement.
 const clang::VarDecl *walkedLoader(const clang::Stmt *Loop);
 /// Whether a loader's initialising call is a factory of the program's own, whose loader is
 /// prepared whole (`accelerator.prepare_data_loader(make_loader(...))`).

@@ -239,7 +239,7 @@ const VarDecl *shardedLoaderAround(const Stmt *S, ASTContext &Ctx,
   Nearest = nullptr;
   DynTypedNode Current = DynTypedNode::create(*S);
   for (int Depth = 0; Depth < 256; ++Depth) {
-    if (const VarDecl *Loader = walkedLoader(Current.get<ForStmt>());
+    if (const VarDecl *Loader = walkedLoader(Current.get<Stmt>());
         Loader && isShardedLoader(Loader, Ctx)) {
       return Loader;
     }

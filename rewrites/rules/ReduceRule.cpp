@@ -281,17 +281,24 @@ Rule makeReduceRule() {
       declRefExpr(inUserCode(), forFunction(functionDecl(unless(acceleratorFunction()))),
                   anyOf(readsStatistic(), readsUnclear()))
           .bind("read"),
-      noEdits(), finding(Finding::Warning, "read", [](const MatchResult &Match) {
+      noEdits(), dynamicFinding("read", [](const MatchResult &Match) {
         const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("read");
         std::string Name = Ref->getDecl()->getNameAsString();
+        Finding Result;
+        Result.Kind = Finding::Warning;
+        // In training a declined loop leaves as written, nothing is shared: dropped there.
+        Result.OnlyWhereRewritten = true;
         if (std::optional<std::string> Said = knownReason(Ref, *Match.Context)) {
-          return *Said;
+          Result.Message = *Said;
+          return Result;
         }
-        return "'" + Name +
-               "' is added up over a sharded loader's batches, so it holds this process's "
-               "share only, and this function has no accelerator to combine it with; pass "
-               "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
-               Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
+        Result.Message =
+            "'" + Name +
+            "' is added up over a sharded loader's batches, so it holds this process's "
+            "share only, and this function has no accelerator to combine it with; pass "
+            "'accelerate::Accelerator &accelerator' in and read it as accelerator.reduce(" +
+            Name + ", \"sum\") (or \"mean\" for a sum of per-batch means)";
+        return Result;
       }));
   // The safety net: a printed value that the loop changes from this process's batches in a
   // way none of the rules above follows is said to be this process's share.

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/DivergentSteps.h"
 #include "analysis/IncludedTraining.h"
 #include "analysis/SequenceBatches.h"
 #include "analysis/SetupFunction.h"
@@ -29,29 +30,34 @@ namespace accel::rewrites {
 
 namespace {
 /// Inside a loop over this process's share of the batches, in the same function.
-AST_MATCHER(Stmt, inShardedLoop) {
-  ASTContext &Ctx = Finder->getASTContext();
-  for (DynTypedNodeList Parents = Ctx.getParents(Node); !Parents.empty();
-       Parents = Ctx.getParents(Parents[0])) {
-    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
-      return false;
-    }
-    const auto *Loop = Parents[0].get<Stmt>();
-    if (Loop && isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(Loop) &&
-        iteratesShardedLoader(Loop, Ctx)) {
-      return true;
-    }
-  }
-  return false;
-}
-/// Inside the forward of a model class that a rewritten loop over shared batches trains
-/// (a VAE's reparameterisation draws its noise there).
+AST_MATCHER(Stmt, inShardedLoop) { return insideShardedLoop(&Node, Finder->getASTContext()); }
+/// Inside the forward of a model class that a rewritten loop over shared batches trains, or a
+/// method its forward calls (a VAE's reparameterize() draws its noise there).
 AST_MATCHER(Stmt, inForwardOfSharedModel) {
   ASTContext &Ctx = Finder->getASTContext();
   const auto *Method =
       dyn_cast_or_null<CXXMethodDecl>(enclosingFunction(DynTypedNode::create(Node), Ctx));
-  if (!Method || !Method->getDeclName().isIdentifier() || Method->getName() != "forward") {
+  if (!Method || !Method->getDeclName().isIdentifier()) {
     return false;
+  }
+  if (Method->getName() != "forward") {
+    // Called by the class's forward.
+    bool CalledByForward = false;
+    for (const CXXMethodDecl *Forward : Method->getParent()->methods()) {
+      if (!Forward->getDeclName().isIdentifier() || Forward->getName() != "forward" ||
+          !Forward->hasBody()) {
+        continue;
+      }
+      forEachStmt(Forward->getBody(), [&](const Stmt *S) {
+        const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+        CalledByForward = CalledByForward ||
+                          (Call && Call->getMethodDecl() &&
+                           Call->getMethodDecl()->getCanonicalDecl() == Method->getCanonicalDecl());
+      });
+    }
+    if (!CalledByForward) {
+      return false;
+    }
   }
   for (const LoopPlan &Plan : AnalysisContext::of(Ctx).trainingPlans().Loops) {
     if (!Plan.sound() || !Plan.Loader) {

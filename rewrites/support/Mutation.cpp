@@ -194,20 +194,9 @@ bool changeReaches(const VarDecl *Var, const Expr *Use, ASTContext &Ctx) {
     if (!Parent) {
       break;
     }
-    if (isa<ForStmt, CXXForRangeStmt, WhileStmt, DoStmt>(Parent)) {
-      const Stmt *Body = nullptr;
-      if (const auto *For = dyn_cast<ForStmt>(Parent)) {
-        Body = For->getBody();
-      } else if (const auto *Range = dyn_cast<CXXForRangeStmt>(Parent)) {
-        Body = Range->getBody();
-      } else if (const auto *While = dyn_cast<WhileStmt>(Parent)) {
-        Body = While->getBody();
-      } else {
-        Body = cast<DoStmt>(Parent)->getBody();
-      }
-      if (!Body->getSourceRange().fullyContains(Var->getSourceRange())) {
-        LoopsAroundUse.push_back(Parent);
-      }
+    if (const Stmt *Body = loopBody(Parent);
+        Body && !Body->getSourceRange().fullyContains(Var->getSourceRange())) {
+      LoopsAroundUse.push_back(Parent);
     }
     if (Parent->getSourceRange().fullyContains(Var->getSourceRange())) {
       break;

@@ -186,6 +186,34 @@ void iterator_walk() {
     optimizer.step();
   }
 }
+void iterator_while() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto it = loader->begin();
+    while (it != loader->end()) {
+      optimizer.zero_grad();
+      model->forward(it->data).mean().backward();
+      // CHECK-FIXES: {{^}}      accelerator.backward(model->forward(it->data).mean());
+      optimizer.step();
+      ++it;
+    }
+  }
+}
+// The same in a template, where `loader.begin()` names the loader only once instantiated.
+template <typename Loader> void walk_while(std::shared_ptr<Net> model, Loader &loader) {
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto it = loader.begin();
+  while (it != loader.end()) {
+    optimizer.zero_grad();
+    model->forward(it->data).mean().backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(model->forward(it->data).mean());
+    optimizer.step();
+    ++it;
+  }
+}
 void iterator_spelled() {
   auto model = std::make_shared<Net>();
   torch::optim::SGD optimizer(model->parameters(), 0.1);
@@ -781,13 +809,42 @@ void teacher_then_student() {
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
   auto teacher = std::make_shared<Net>();
   fit_teacher(teacher, *loader);
-  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: the training loop starts before the model, optimizer and scheduler are all created{{.*}} [accel-prepare]
   auto student = std::make_shared<Net>();
   torch::optim::SGD optimizer(student->parameters(), 0.1);
   for (auto &batch : *loader) {
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, {{.*}}accel-prepare cannot prepare optimizer 'optimizer' in 'teacher_then_student'{{.*}} [accel-training-loop]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:3: warning: this training is left as written, {{.*}}this loop can leave early{{.*}} [accel-training-loop]
     optimizer.zero_grad();
-    student->forward(batch.data).mean().backward();
+    auto loss = student->forward(batch.data).mean();
+    loss.backward();
+    optimizer.step();
+    if (loss.item<float>() < 0.25f) break;
+  }
+}
+// The same with a student loop that can be rewritten: the teacher's helper makes and prepares
+// its own optimizer, so training it before the student's optimizer exists is fine.
+template <typename Loader> void fit_first(std::shared_ptr<Net> teacher, Loader &loader) {
+  // CHECK-FIXES: {{^}}template <typename Loader> void fit_first(std::shared_ptr<Net> teacher, Loader &loader) {
+  // CHECK-FIXES: {{^}}  accelerate::Accelerator accelerator(accelerate::Options::on_cpu());
+  torch::optim::SGD optimizer(teacher->parameters(), 0.1);
+  // CHECK-FIXES: {{^}}  accelerator.prepare(teacher, optimizer);
+  for (auto &batch : loader) {
+    optimizer.zero_grad();
+    teacher->forward(batch.data).mean().backward();
+    optimizer.step();
+  }
+}
+void teacher_first() {
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto loader = accelerator.prepare_data_loader(make_dataset(), 8);
+  auto teacher = std::make_shared<Net>();
+  fit_first(teacher, *loader);
+  // CHECK-FIXES: {{^}}  fit_first(teacher, *loader);
+  auto student = std::make_shared<Net>();
+  torch::optim::SGD optimizer(student->parameters(), 0.1);
+  // CHECK-FIXES: {{^}}  accelerator.prepare(student, optimizer);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    (student->forward(batch.data) - teacher->forward(batch.data).detach()).pow(2).mean().backward();
     optimizer.step();
   }
 }
@@ -798,6 +855,10 @@ int main() {
   model_outside();
   compare_models();
   iterator_walk();
+  iterator_while();
+  auto walked = torch::data::make_data_loader(make_dataset(), 8);
+  // CHECK-FIXES: {{^}}  auto walked = accelerator.prepare_data_loader(make_dataset(), 8);
+  walk_while(std::make_shared<Net>(), *walked);
   iterator_spelled();
   counted_then_written();
   pairs_by_index();
@@ -824,6 +885,7 @@ int main() {
   flushes_after_the_loop();
   masked_mean();
   teacher_then_student();
+  teacher_first();
   Trainer().train();
   // CHECK-FIXES: {{^}}  Trainer().train(accelerator);
   return guarded();
