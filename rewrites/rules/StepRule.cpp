@@ -5,10 +5,11 @@
 // optimizer.zero_grad(...) -> accelerator.zero_grad(optimizer, ...), and model->zero_grad(...)
 // -> accelerator.zero_grad(*model, ...), a loop clearing a model's gradients by hand
 // (`for (auto &p : model->parameters()) p.grad().zero_();`) -> accelerator.zero_grad(*model,
-// false). The accelerator skips
-// them on gradient-accumulation steps and, under fp16, unscales the gradients and skips a step
-// that overflowed. A scheduler stepped once per epoch (outside the batch loop) is left alone.
-// See docs/rules/accel-step.md.
+// false). A prepared optimizer's step or zero_grad after its training started (the step that
+// flushes the last micro-batches after the loop) becomes the accelerator's too. The accelerator
+// skips them on gradient-accumulation steps and, under fp16, unscales the gradients and skips
+// a step that overflowed. A scheduler stepped once per epoch (outside the batch loop) is left
+// alone. See docs/rules/accel-step.md.
 //
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
