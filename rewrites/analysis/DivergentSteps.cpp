@@ -5,6 +5,7 @@
 #include "analysis/Statistics.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Mutation.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/StmtCXX.h"
@@ -94,15 +95,8 @@ struct ShardValues {
     // Stores by the built-in operators and by a class's (a tensor's `loss = ...` in the
     // loop, read after it).
     forEachStmt(FunctionBody, [&](const Stmt *S) {
-      const Expr *Target = nullptr, *Value = nullptr;
-      if (const auto *Store = dyn_cast<BinaryOperator>(S); Store && Store->isAssignmentOp()) {
-        Target = Store->getLHS();
-        Value = Store->getRHS();
-      } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
-                 Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
-        Target = Call->getArg(0);
-        Value = Call->getArg(1);
-      }
+      const Expr *Value = nullptr;
+      const Expr *Target = assignmentTarget(S, &Value);
       if (Found || !Target) {
         return;
       }

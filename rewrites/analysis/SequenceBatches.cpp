@@ -130,13 +130,7 @@ const FieldDecl *assignedTensorMember(const CXXRecordDecl *Class, int Depth) {
     }
     const FieldDecl *Found = nullptr;
     forEachStmt(Method->getBody(), [&](const Stmt *S) {
-      const Expr *Target = nullptr;
-      if (const auto *Assign = dyn_cast<BinaryOperator>(S); Assign && Assign->isAssignmentOp()) {
-        Target = Assign->getLHS();
-      } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
-                 Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
-        Target = Call->getArg(0);
-      }
+      const Expr *Target = assignmentTarget(S);
       const auto *Member =
           dyn_cast_or_null<MemberExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
       const auto *Field = Member ? dyn_cast<FieldDecl>(Member->getMemberDecl()) : nullptr;

@@ -8,6 +8,7 @@
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Mutation.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ParentMapContext.h"
@@ -252,13 +253,8 @@ bool takenWholeFromModels(const VarDecl *Local, const CompoundStmt *Block,
   }
   bool Refilled = false;
   forEachStmt(Block, [&](const Stmt *S) {
-    const Expr *Target = nullptr;
-    if (const auto *Assign = dyn_cast<BinaryOperator>(S); Assign && Assign->isAssignmentOp()) {
-      Target = Assign->getLHS();
-    } else if (const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
-               Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
-      Target = Call->getArg(0);
-    } else if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+    const Expr *Target = assignmentTarget(S);
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S); !Target && Member) {
       const CXXMethodDecl *Method = Member->getMethodDecl();
       if (Method && Method->getDeclName().isIdentifier() &&
           llvm::is_contained({"push_back", "emplace_back", "insert", "emplace"},

@@ -169,6 +169,23 @@ bool changesWhatItNames(const Expr *Named, ASTContext &Ctx) {
   }
 }
 
+const Expr *assignmentTarget(const Stmt *S, const Expr **Value) {
+  const Expr *Target = nullptr, *Assigned = nullptr;
+  if (const auto *Assign = dyn_cast_or_null<BinaryOperator>(S);
+      Assign && Assign->isAssignmentOp()) {
+    Target = Assign->getLHS();
+    Assigned = Assign->getRHS();
+  } else if (const auto *Call = dyn_cast_or_null<CXXOperatorCallExpr>(S);
+             Call && Call->isAssignmentOp() && Call->getNumArgs() == 2) {
+    Target = Call->getArg(0);
+    Assigned = Call->getArg(1);
+  }
+  if (Value) {
+    *Value = Assigned;
+  }
+  return Target;
+}
+
 bool changedInside(const VarDecl *Var, const Stmt *Scope, ASTContext &Ctx) {
   bool Changed = false;
   forEachStmt(Scope, [&](const Stmt *S) {

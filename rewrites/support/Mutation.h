@@ -17,6 +17,9 @@ namespace accel::rewrites {
 /// incremented, its address taken, bound to a reference or pointer that is not const, or the
 /// object of a method that is not const. Reading it is not.
 bool changesWhatItNames(const clang::Expr *Named, clang::ASTContext &Ctx);
+/// The target of S when S assigns (`x = v`, `x += v`, a class's `operator=` or `operator+=`),
+/// with the assigned value in Value; null for any other statement.
+const clang::Expr *assignmentTarget(const clang::Stmt *S, const clang::Expr **Value = nullptr);
 /// Whether code in Scope changes Var.
 bool changedInside(const clang::VarDecl *Var, const clang::Stmt *Scope, clang::ASTContext &Ctx);
 /// Whether a change of Var can reach Use, a read of it: a change written before Use, or one
