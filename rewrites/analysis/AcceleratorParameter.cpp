@@ -7,6 +7,7 @@
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Templates.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
@@ -82,10 +83,8 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
     // In a template, `loss.backward()` on a dependent `loss` is a call only in the
     // instantiations.
     llvm::SmallVector<const Stmt *, 2> Bodies = {Body->getBody()};
-    if (const FunctionTemplateDecl *Template = Body->getDescribedFunctionTemplate()) {
-      for (const FunctionDecl *Instance : Template->specializations()) {
-        Bodies.push_back(Instance->getBody());
-      }
+    for (const FunctionDecl *Instance : instantiationsOf(Body)) {
+      Bodies.push_back(Instance->getBody());
     }
     for (const Stmt *Code : Bodies) {
       Trains[Function] = Trains[Function] || containsBackward(Code);

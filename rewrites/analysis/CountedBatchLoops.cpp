@@ -29,25 +29,31 @@ const VarDecl *counterOf(const ForStmt *Loop) {
 }
 
 /// The condition `i < end`, `i <= end`, `i + ahead < end` or `i + ahead <= end` (a loop that
-/// drops a last partial batch): end, or null; Ahead and Inclusive say which.
-const Expr *boundOf(const ForStmt *Loop, const VarDecl *Counter, const Expr *&Ahead,
-                    bool &Inclusive) {
-  Ahead = nullptr;
+/// drops a last partial batch; the ahead may be a sum, `i + window + 1 <= n`): end, or null;
+/// Aheads (the addends, in order) and Inclusive say which.
+const Expr *boundOf(const ForStmt *Loop, const VarDecl *Counter,
+                    llvm::SmallVectorImpl<const Expr *> &Aheads, bool &Inclusive) {
+  Aheads.clear();
   const auto *Condition = dyn_cast_or_null<BinaryOperator>(
       Loop->getCond() ? Loop->getCond()->IgnoreParenImpCasts() : nullptr);
   if (!Condition || (Condition->getOpcode() != BO_LT && Condition->getOpcode() != BO_LE)) {
     return nullptr;
   }
   Inclusive = Condition->getOpcode() == BO_LE;
-  if (namesVar(Condition->getLHS(), Counter)) {
-    return Condition->getRHS();
+  // `((i + a) + b) < end`: down the left operands to the counter.
+  const Expr *Left = Condition->getLHS()->IgnoreParenImpCasts();
+  while (const auto *Sum = dyn_cast<BinaryOperator>(Left)) {
+    if (Sum->getOpcode() != BO_Add) {
+      return nullptr;
+    }
+    Aheads.insert(Aheads.begin(), Sum->getRHS());
+    Left = Sum->getLHS()->IgnoreParenImpCasts();
   }
-  const auto *Sum = dyn_cast<BinaryOperator>(Condition->getLHS()->IgnoreParenImpCasts());
-  if (Sum && Sum->getOpcode() == BO_Add && namesVar(Sum->getLHS(), Counter)) {
-    Ahead = Sum->getRHS();
-    return Condition->getRHS();
+  if (!namesVar(Left, Counter)) {
+    Aheads.clear();
+    return nullptr;
   }
-  return nullptr;
+  return Condition->getRHS();
 }
 
 /// `i += step` or `i = i + step` (Step set), `++i` or `i++` (Step null): true; false for any
@@ -87,10 +93,9 @@ bool isZero(const Expr *E, const ASTContext &Ctx) {
 /// The expression that cuts a batch's rows with the counter Ref names: Ref is inside the start
 /// or end of `t.slice(0, start, end)` or `t.narrow(0, start, length)`, or of the first index
 /// of `t.index({Slice(start, end), ...})`, or is the index of `batches[b]` that gives a batch
-/// (isBatchType: a vector of batches made beforehand), through arithmetic, std::min and std::max and
-/// casts only. Null when Ref is used another way; then, where Ref is inside the initializer
-/// of an integer variable the same way (`int64_t start = i * batch_size;`), that variable is
-/// Offset.
+/// (isBatchType: a vector of batches made beforehand), through arithmetic, std::min and std::max
+/// and casts only. Null when Ref is used another way; then, where Ref is inside the initializer of
+/// an integer variable the same way (`int64_t start = i * batch_size;`), that variable is Offset.
 const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx, const VarDecl **Offset = nullptr) {
   const Expr *Current = Ref;
   bool InSlice = false, FirstIndex = true;
@@ -158,8 +163,7 @@ const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx, const VarDecl **Offse
 /// The integer variables a cut (or an offset's initializer) sizes its batch with: added to or
 /// multiplied with an expression of the counter or of an offset computed from it (`b * size`,
 /// `i + batch`, `start + batch`), or narrow's length.
-void batchSizesOf(const Expr *Cut, const VarDecl *Counter,
-                  llvm::ArrayRef<const VarDecl *> Offsets,
+void batchSizesOf(const Expr *Cut, const VarDecl *Counter, llvm::ArrayRef<const VarDecl *> Offsets,
                   llvm::SmallVector<const VarDecl *, 2> &Sizes) {
   auto Counts = [&](const VarDecl *Var) {
     return Var == Counter || llvm::is_contained(Offsets, Var);
@@ -167,8 +171,7 @@ void batchSizesOf(const Expr *Cut, const VarDecl *Counter,
   auto Add = [&](const Expr *E) {
     const auto *Ref = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
     const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
-    if (Var && !Counts(Var) && Var->getType()->isIntegerType() &&
-        !llvm::is_contained(Sizes, Var)) {
+    if (Var && !Counts(Var) && Var->getType()->isIntegerType() && !llvm::is_contained(Sizes, Var)) {
       Sizes.push_back(Var);
     }
   };
@@ -291,9 +294,9 @@ std::string changingBound(const Expr *E, const Stmt *Body, llvm::ArrayRef<const 
 CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   CountedBatchLoop Result;
   const VarDecl *Counter = counterOf(Loop);
-  const Expr *Ahead = nullptr;
+  llvm::SmallVector<const Expr *, 2> Aheads;
   bool Inclusive = false;
-  const Expr *End = Counter ? boundOf(Loop, Counter, Ahead, Inclusive) : nullptr;
+  const Expr *End = Counter ? boundOf(Loop, Counter, Aheads, Inclusive) : nullptr;
   const Expr *Step = nullptr;
   const Stmt *Body = Loop->getBody();
   if (!End || !Body || !stepOf(Loop, Counter, Step)) {
@@ -333,10 +336,12 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   Result.Counter = Counter;
   Result.Begin = Counter->getInit();
   Result.End = End;
-  Result.Ahead = Ahead;
+  Result.Aheads = Aheads;
   Result.Inclusive = Inclusive;
   Result.Step = Step;
-  for (const Expr *Size : {Step, Ahead}) {
+  llvm::SmallVector<const Expr *, 3> Sizes(Aheads.begin(), Aheads.end());
+  Sizes.push_back(Step);
+  for (const Expr *Size : Sizes) {
     const auto *Ref = Size ? dyn_cast<DeclRefExpr>(Size->IgnoreParenImpCasts()) : nullptr;
     const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
     if (Var && Var->getType()->isIntegerType() && !llvm::is_contained(Result.BatchSizes, Var)) {
@@ -362,10 +367,10 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   };
   if (OtherUse) {
     // A change of the counter in the body is such a use too.
-    const std::string Used = OtherUse->getDecl() == Counter
-                                 ? Name
-                                 : "'" + OtherUse->getDecl()->getNameAsString() +
-                                       "', computed from " + Name + ",";
+    const std::string Used =
+        OtherUse->getDecl() == Counter
+            ? Name
+            : "'" + OtherUse->getDecl()->getNameAsString() + "', computed from " + Name + ",";
     Problem("this loop cuts its batches with " + Name + ", and uses " + Used +
             " for something else too (line " + lineOf(OtherUse->getBeginLoc(), Ctx) +
             "): accel-rewrite shares the loop by running each process's share of the "
@@ -379,7 +384,9 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
             "with its condition" +
             ByHand);
   }
-  for (const Expr *Bound : {End, Step, Ahead}) {
+  llvm::SmallVector<const Expr *, 4> Bounds(Aheads.begin(), Aheads.end());
+  Bounds.append({End, Step});
+  for (const Expr *Bound : Bounds) {
     if (std::string Why = Bound ? changingBound(Bound, Body, Result.Cuts, Ctx) : ""; !Why.empty()) {
       Problem("this loop over batches cannot be shared: " + Why +
               ", and a shared loop fixes its batches when it begins" + ByHand);

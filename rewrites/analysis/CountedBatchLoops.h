@@ -10,8 +10,9 @@
 //     ... backward ...
 //   }
 //   for (int b = 0; b < batches; ++b) { auto x = X.narrow(0, b * size, size); ... }
-//   for (int b = 0; b < batches; ++b) { int64_t start = b * size; auto x = X.slice(0, start, start + size); }
-//   auto xs = X.split(size);  for (size_t b = 0; b < xs.size(); ++b) { auto x = xs[b]; ... }
+//   for (int b = 0; b < batches; ++b) { int64_t start = b * size; auto x = X.slice(0, start, start
+//   + size); } auto xs = X.split(size);  for (size_t b = 0; b < xs.size(); ++b) { auto x = xs[b];
+//   ... }
 //
 // accel-data-loader shares such a loop as a prepared loader shares batches: the header runs
 // this process's iterations (`for (int64_t i : accelerator.batch_range(0, n, batch_size))`)
@@ -41,9 +42,10 @@ struct CountedBatchLoop {
   const clang::VarDecl *Counter = nullptr;
   const clang::Expr *Begin = nullptr;
   /// The condition's bound, what it adds to the counter first (`i + batch <= n`, a loop that
-  /// drops a last partial batch; null for none) and whether it takes the bound itself (`<=`).
+  /// drops a last partial batch; `i + window + 1 <= n` adds two; none for `i < n`) and whether
+  /// it takes the bound itself (`<=`).
   const clang::Expr *End = nullptr;
-  const clang::Expr *Ahead = nullptr;
+  llvm::SmallVector<const clang::Expr *, 2> Aheads;
   bool Inclusive = false;
   /// What the counter grows by each iteration; null for `++i`.
   const clang::Expr *Step = nullptr;

@@ -56,6 +56,32 @@ bool hasAccelerator(const FunctionDecl *Function) {
   return Found;
 }
 
+/// Whether Function is called from Main only, directly or through plain functions of the main
+/// file that are called so themselves and have no accelerator nor optimizer of their own
+/// (`main` -> `Experiment(cfg)` -> `trainer.train_epoch(*loader)`): what main's Accelerator
+/// reaches by the parameters accel-accelerator adds.
+bool reachedOnlyFromMain(const FunctionDecl *Function, const FunctionDecl *Main, ASTContext &Ctx,
+                         int Depth = 0) {
+  const auto Callers = callersOf(Function, Ctx);
+  if (Callers.empty() || Depth > 3) {
+    return false;
+  }
+  const SourceManager &SM = Ctx.getSourceManager();
+  for (const FunctionDecl *Caller : Callers) {
+    if (Caller == Main->getCanonicalDecl()) {
+      continue;
+    }
+    const FunctionDecl *Definition = Caller->getDefinition();
+    if (!Definition || isa<CXXMethodDecl>(Definition) || Definition->isTemplated() ||
+        !SM.isWrittenInMainFile(SM.getExpansionLoc(Definition->getLocation())) ||
+        hasAccelerator(Definition) || createsOptimizer(Definition) ||
+        !reachedOnlyFromMain(Definition, Main, Ctx, Depth + 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
@@ -82,13 +108,7 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
     // A trainer class's method that prepares its members gets the accelerator from main, which
     // also prepares the loader main hands it: its own Accelerator could reach neither.
     if (Definition && isa<CXXMethodDecl>(Definition)) {
-      const MemberTraining &Members = AnalysisContext::of(Ctx).memberTraining(Definition);
-      const auto Callers = callersOf(Callee, Ctx);
-      if (Members.sound() && Callers.size() == 1 && *Callers.begin() == Main->getCanonicalDecl()) {
-        Setups.insert(Members.Method->getCanonicalDecl());
-        TrainsMembers = true;
-      }
-      return;
+      return; // trainer classes: below
     }
     // Functions of this file only, function templates included (`template <typename Loader>
     // void train(Net &model, Loader &loader)`, the loader's type deduced): a member or a
@@ -119,6 +139,19 @@ std::unique_ptr<EntryHosting> analyzeEntryHosting(ASTContext &Ctx) {
       }
     }
   });
+  // A trainer class's method that prepares its members gets the accelerator from main (through
+  // the functions between), which also prepares a loader main hands it: its own Accelerator
+  // could reach neither.
+  for (const FunctionDecl *Definition : AnalysisContext::of(Ctx).callGraph().Definitions) {
+    if (!isa<CXXMethodDecl>(Definition)) {
+      continue;
+    }
+    const MemberTraining &Members = AnalysisContext::of(Ctx).memberTraining(Definition);
+    if (Members.sound() && reachedOnlyFromMain(Definition, Main, Ctx)) {
+      Setups.insert(Members.Method->getCanonicalDecl());
+      TrainsMembers = true;
+    }
+  }
   // A loader main makes and hands to such a function is prepared in main, which needs the
   // Accelerator for it (the function's own would not reach it).
   bool HandsLoader = false;

@@ -3,8 +3,10 @@
 
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Templates.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/RecursiveASTVisitor.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace clang;
@@ -121,6 +123,164 @@ const FieldDecl *modelOf(const FieldDecl *Optimizer) {
   return Model;
 }
 
+/// Whether Record is Class or a specialization of Class's template.
+bool isOrSpecializes(const CXXRecordDecl *Record, const CXXRecordDecl *Class) {
+  if (Record == Class) {
+    return true;
+  }
+  const auto *Specialization = dyn_cast_or_null<ClassTemplateSpecializationDecl>(Record);
+  return Specialization && Specialization->getSpecializedTemplate()->getTemplatedDecl() == Class;
+}
+
+/// The objects of a class made in the main file's code (template instantiations included):
+/// each construction, and whether one is made where its arguments cannot be read
+/// (std::make_unique<Trainer>(...), std::make_shared).
+class Constructions : public RecursiveASTVisitor<Constructions> {
+public:
+  Constructions(const CXXRecordDecl *Class, const SourceManager &SM) : Class(Class), SM(SM) {}
+  bool shouldVisitTemplateInstantiations() const { return true; }
+
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) &&
+        !SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation()))) {
+      return true;
+    }
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr *Construct) {
+    const CXXConstructorDecl *Constructor = Construct->getConstructor();
+    if (isOrSpecializes(Constructor->getParent(), Class) &&
+        !Constructor->isCopyOrMoveConstructor()) {
+      Found.push_back(Construct);
+    }
+    return true;
+  }
+  bool VisitCallExpr(CallExpr *Call) {
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    const TemplateArgumentList *Args = Callee ? Callee->getTemplateSpecializationArgs() : nullptr;
+    if (Args && Args->size() > 0 && Args->get(0).getKind() == TemplateArgument::Type &&
+        isOrSpecializes(Args->get(0).getAsType()->getAsCXXRecordDecl(), Class) &&
+        (qualifiedName(Callee) == "std::make_unique" ||
+         qualifiedName(Callee) == "std::make_shared")) {
+      Opaque = true;
+    }
+    return true;
+  }
+
+  const CXXRecordDecl *Class;
+  const SourceManager &SM;
+  llvm::SmallVector<const CXXConstructExpr *, 2> Found;
+  bool Opaque = false;
+};
+
+/// The constructor parameter a member is set from in Constructor's initializer list: bound to
+/// it (`opt_(opt)`) or a holder's copy of it (`net_(net)`); null for anything else.
+const ParmVarDecl *parameterSetting(const CXXConstructorDecl *Constructor, llvm::StringRef Member) {
+  for (const CXXCtorInitializer *Initializer : Constructor->inits()) {
+    const FieldDecl *Field = Initializer->getMember();
+    if (!Field || !Field->getDeclName().isIdentifier() || Field->getName() != Member) {
+      continue;
+    }
+    const Expr *Value = Initializer->getInit()->IgnoreImplicit();
+    if (const auto *Copy = dyn_cast<CXXConstructExpr>(Value); Copy && Copy->getNumArgs() == 1) {
+      Value = Copy->getArg(0); // net_(net), net_(std::move(net)): a holder's copy or move
+    }
+    if (const auto *Move = dyn_cast<CallExpr>(spelled(Value));
+        Move && Move->getNumArgs() == 1 && Move->getDirectCallee() &&
+        qualifiedName(Move->getDirectCallee()) == "std::move") {
+      Value = Move->getArg(0);
+    }
+    const auto *Ref = dyn_cast_or_null<DeclRefExpr>(spelled(Value));
+    const auto *Parameter = Ref ? dyn_cast<ParmVarDecl>(Ref->getDecl()) : nullptr;
+    return Parameter && Parameter->getDeclContext() == Constructor ? Parameter : nullptr;
+  }
+  return nullptr;
+}
+
+/// The local variable an argument names, or null.
+const VarDecl *variableNamed(const Expr *Arg) {
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Arg ? spelled(Arg) : nullptr);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  return Var && Var->isLocalVarDecl() ? Var : nullptr;
+}
+
+/// The member model an optimizer held by reference trains, followed through every
+/// construction of its class: `Trainer(Net &net, torch::optim::Optimizer &opt) : net_(net),
+/// opt_(opt)` made as `Trainer trainer(net, optimizer)` where `optimizer` was built from
+/// `net->parameters()`: net_. The model member may be a reference too, or a holder (a copy
+/// shares the module). Null, with Why, when a construction is made otherwise.
+const FieldDecl *modelOfBoundOptimizer(const FieldDecl *Optimizer, std::string &Why) {
+  const auto *Class = cast<CXXRecordDecl>(Optimizer->getParent());
+  const std::string Name = "'" + Optimizer->getNameAsString() + "'";
+  Constructions Made(Class, Optimizer->getASTContext().getSourceManager());
+  Made.TraverseDecl(Optimizer->getASTContext().getTranslationUnitDecl());
+  if (Made.Opaque || Made.Found.empty()) {
+    Why = "optimizer member " + Name + " is a reference, and accel-rewrite cannot see " +
+          (Made.Opaque ? "what every object of the class is made from (std::make_unique, "
+                         "std::make_shared)"
+                       : "where objects of the class are made");
+    return nullptr;
+  }
+  const FieldDecl *Model = nullptr;
+  for (const CXXConstructExpr *Construct : Made.Found) {
+    const auto *Constructor =
+        dyn_cast_or_null<CXXConstructorDecl>(Construct->getConstructor()->getDefinition());
+    const ParmVarDecl *OptimizerParameter =
+        Constructor ? parameterSetting(Constructor, Optimizer->getName()) : nullptr;
+    const unsigned Index = OptimizerParameter ? OptimizerParameter->getFunctionScopeIndex() : 0;
+    const VarDecl *OptimizerVar = OptimizerParameter && Index < Construct->getNumArgs()
+                                      ? variableNamed(Construct->getArg(Index))
+                                      : nullptr;
+    // The optimizer's first argument: `net->parameters()` or `net.parameters()`.
+    llvm::SmallVector<const Expr *, 4> Args = OptimizerVar
+                                                  ? constructionArgs(OptimizerVar->getInit())
+                                                  : llvm::SmallVector<const Expr *, 4>();
+    const auto *Parameters = Args.empty() ? nullptr : dyn_cast<CXXMemberCallExpr>(spelled(Args[0]));
+    const CXXMethodDecl *Called = Parameters ? Parameters->getMethodDecl() : nullptr;
+    const VarDecl *ModelVar =
+        Called && Called->getDeclName().isIdentifier() && Called->getName() == "parameters"
+            ? variableNamed(objectOf(Parameters->getImplicitObjectArgument()))
+            : nullptr;
+    if (!ModelVar) {
+      Why = "optimizer member " + Name + " is a reference, and at line " +
+            std::to_string(Optimizer->getASTContext().getSourceManager().getPresumedLineNumber(
+                Construct->getBeginLoc())) +
+            " accel-rewrite cannot follow what it is bound to back to a local optimizer built "
+            "from a model's parameters()";
+      return nullptr;
+    }
+    // The member the same construction sets from that model.
+    const FieldDecl *Found = nullptr;
+    for (unsigned I = 0; I < Construct->getNumArgs() && !Found; ++I) {
+      if (variableNamed(Construct->getArg(I)) != ModelVar) {
+        continue;
+      }
+      for (const FieldDecl *Field : Class->fields()) {
+        const ParmVarDecl *Set = parameterSetting(Constructor, Field->getName());
+        if (Set && Set->getFunctionScopeIndex() == I) {
+          Found = Field;
+        }
+      }
+    }
+    const QualType Type = Found ? Found->getType() : QualType();
+    const bool Shares =
+        Found && (Type->isLValueReferenceType()
+                      ? isModelType(Type.getNonReferenceType())
+                      : isModelType(Type) && !isClassOrDerived(Type, "torch::nn::Module"));
+    if (!Shares || (Model && Found != Model)) {
+      Why = "optimizer member " + Name + " is a reference to an optimizer of '" +
+            ModelVar->getNameAsString() + "', and " +
+            (!Found    ? "no member of the class is set from that model"
+             : !Shares ? "member '" + Found->getNameAsString() +
+                             "' holds a copy of that model, not the model itself"
+                       : "the objects of the class are made with different models");
+      return nullptr;
+    }
+    Model = Found;
+  }
+  return Model;
+}
+
 } // namespace
 
 std::optional<llvm::SmallVector<const Expr *, 2>> memberInitializers(const FieldDecl *Member) {
@@ -179,18 +339,12 @@ const FieldDecl *memberObject(const Expr *Object) {
   return dyn_cast<FieldDecl>(Member->getMemberDecl());
 }
 
-MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
+namespace {
+
+/// What one method's body prepares: a pattern's, or an instantiation's where the pattern's
+/// steps are on members of dependent types (analyzeMemberTraining maps those back).
+MemberTraining analyzeMethod(const CXXMethodDecl *Method) {
   MemberTraining Result;
-  const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Function);
-  if (!Method || Method->getParent()->isLambda()) {
-    return Result;
-  }
-  if (const FunctionDecl *Pattern = Method->getTemplateInstantiationPattern()) {
-    Method = cast<CXXMethodDecl>(Pattern);
-  }
-  if (const FunctionDecl *Defined = Method->getDefinition()) {
-    Method = cast<CXXMethodDecl>(Defined);
-  }
   Result.Method = Method;
   const CXXRecordDecl *Class = Method->getParent();
   llvm::SmallVector<const FieldDecl *, 2> Stepped, Prepared;
@@ -243,25 +397,30 @@ MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
   }
   for (const FieldDecl *Optimizer : Stepped) {
     const std::string Name = "'" + Optimizer->getNameAsString() + "'";
-    const bool Smart = isOptimizerType(smartPointee(Optimizer->getType()));
-    if (!isOptimizerType(Optimizer->getType()) && !Smart) {
-      Problem("optimizer member " + Name + " is held through a raw pointer or a reference, " +
+    const QualType Type = Optimizer->getType();
+    const bool Smart = isOptimizerType(smartPointee(Type));
+    const bool Bound = Type->isLValueReferenceType() && isOptimizerType(Type.getNonReferenceType());
+    if (!isOptimizerType(Type) && !Smart && !Bound) {
+      Problem("optimizer member " + Name + " is held through a raw pointer, " +
               "which accel-rewrite does not follow to where the optimizer is made");
       continue;
     }
     if (Smart) {
       Result.HeldBySmartPointer.push_back(Optimizer);
     }
-    const FieldDecl *Model = modelOf(Optimizer);
+    std::string Why;
+    const FieldDecl *Model = Bound ? modelOfBoundOptimizer(Optimizer, Why) : modelOf(Optimizer);
     if (!Model) {
-      Problem("cannot tell which model optimizer member " + Name +
-              " trains: every constructor must build it from a model member's parameters() (" +
-              Optimizer->getNameAsString() + "(model_->parameters(), ...))");
+      Problem(Bound ? Why
+                    : "cannot tell which model optimizer member " + Name +
+                          " trains: every constructor must build it from a model member's "
+                          "parameters() (" +
+                          Optimizer->getNameAsString() + "(model_->parameters(), ...))");
       continue;
     }
-    if (!isModelType(Model->getType())) {
+    if (!isModelType(Model->getType().getNonReferenceType())) {
       Problem("model member '" + Model->getNameAsString() +
-              "' is held through a pointer or reference, which prepare does not take");
+              "' is held through a raw pointer, which prepare does not take");
       continue;
     }
     Result.Optimizers.push_back(Optimizer);
@@ -273,6 +432,62 @@ MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
     Result.Optimizers.assign(Stepped.begin(), Stepped.end());
     Result.Models.clear();
     Result.HeldBySmartPointer.clear();
+  }
+  return Result;
+}
+
+/// The field of Class named as Field (a specialization's field in its template's pattern).
+const FieldDecl *fieldNamedAs(const FieldDecl *Field, const CXXRecordDecl *Class) {
+  for (const FieldDecl *Candidate : Class->fields()) {
+    if (Candidate->getDeclName() == Field->getDeclName()) {
+      return Candidate;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+MemberTraining analyzeMemberTraining(const FunctionDecl *Function) {
+  const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Function);
+  if (!Method || Method->getParent()->isLambda()) {
+    return MemberTraining();
+  }
+  if (const FunctionDecl *Pattern = Method->getTemplateInstantiationPattern()) {
+    Method = cast<CXXMethodDecl>(Pattern);
+  }
+  if (const FunctionDecl *Defined = Method->getDefinition()) {
+    Method = cast<CXXMethodDecl>(Defined);
+  }
+  MemberTraining Result = analyzeMethod(Method);
+  if (!Result.Optimizers.empty() || !Method->getParent()->isDependentContext()) {
+    return Result;
+  }
+  // In a class template, a step on a member of a dependent type (`Optimizer &opt_;`) is a
+  // call only in the instantiations: each must prepare the same members.
+  bool First = true;
+  for (const FunctionDecl *Instance : instantiationsOf(Method)) {
+    MemberTraining Of = analyzeMethod(cast<CXXMethodDecl>(Instance));
+    auto ToPattern = [&](llvm::SmallVector<const FieldDecl *, 2> &Fields) {
+      for (const FieldDecl *&Field : Fields) {
+        Field = fieldNamedAs(Field, Method->getParent());
+      }
+    };
+    ToPattern(Of.Models);
+    ToPattern(Of.Optimizers);
+    ToPattern(Of.HeldBySmartPointer);
+    Of.Method = Method;
+    if (First) {
+      Result = std::move(Of);
+      First = false;
+    } else if (Of.Models != Result.Models || Of.Optimizers != Result.Optimizers ||
+               Of.Problem != Result.Problem) {
+      Result.Problem = "the instantiations of " + functionLabel(Method) +
+                       " train different members; call accelerator.prepare(model, "
+                       "optimizer) on the members first in it by hand";
+      Result.Models.clear();
+      Result.HeldBySmartPointer.clear();
+    }
   }
   return Result;
 }

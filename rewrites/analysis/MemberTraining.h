@@ -1,12 +1,13 @@
 //===- MemberTraining.h - Training in a class's method ----------*- C++ -*-===//
 //
 // A trainer class: the model and the optimizer are members, the constructor builds the
-// optimizer from the model's parameters, and a method trains (`void train_epoch(Loader &)`
-// stepping `optimizer_`). Such a method gets the accelerator like any helper, and prepares the
-// members itself, first in its body: a prepare again on the next call is harmless (the
-// runtime keeps one gradient sync per model, and every process already holds the same
-// parameters), so no constructor or class layout changes. This is the analysis of which
-// members a method prepares, or why it cannot.
+// optimizer from the model's parameters (or binds references to a model and its optimizer
+// that every maker of the object built so), and a method trains (`void train_epoch(Loader &)`
+// stepping `optimizer_`); in a class template, what its instantiations step. Such a method gets the
+// accelerator like any helper, and prepares the members itself, first in its body: a prepare again
+// on the next call is harmless (the runtime keeps one gradient sync per model, and every process
+// already holds the same parameters), so no constructor or class layout changes. This is the
+// analysis of which members a method prepares, or why it cannot.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

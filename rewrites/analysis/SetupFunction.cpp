@@ -11,6 +11,7 @@
 #include "support/Mutation.h"
 
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ParentMapContext.h"
 #include "clang/AST/StmtCXX.h"
 #include "llvm/ADT/STLExtras.h"
@@ -190,6 +191,52 @@ bool trainsOnlyThroughSelfPreparingCalls(const Stmt *S, ASTContext &Ctx) {
   return Any && Only;
 }
 
+/// Whether a method of Class (of its template, for a specialization) trains members that
+/// accel-rewrite cannot prepare, so that its training is left as written
+/// (analysis/MemberTraining.h).
+bool trainsMembersDeclined(const CXXRecordDecl *Class, ASTContext &Ctx) {
+  if (const auto *Specialization = dyn_cast<ClassTemplateSpecializationDecl>(Class)) {
+    Class = Specialization->getSpecializedTemplate()->getTemplatedDecl();
+  }
+  for (const Decl *Member : Class->decls()) {
+    const auto *Method = dyn_cast<CXXMethodDecl>(Member);
+    if (const auto *Template = dyn_cast<FunctionTemplateDecl>(Member)) {
+      Method = dyn_cast<CXXMethodDecl>(Template->getTemplatedDecl());
+    }
+    if (Method && Method->hasBody() &&
+        !AnalysisContext::of(Ctx).memberTraining(Method).Problem.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Whether Body uses Optimizer only to hand it to constructors of trainer classes whose
+/// training is left as written (`Trainer trainer(net, sgd);` where Trainer's members cannot
+/// be prepared): what it trains is left as written too, so it is not prepared here either.
+bool onlyHandedToDeclinedTrainers(const VarDecl *Optimizer, const CompoundStmt *Body,
+                                  ASTContext &Ctx) {
+  size_t Uses = 0, Handed = 0;
+  bool Declined = true;
+  forEachStmt(Body, [&](const Stmt *S) {
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S); Ref && Ref->getDecl() == Optimizer) {
+      ++Uses;
+    }
+    const auto *Construct = dyn_cast<CXXConstructExpr>(S);
+    if (!Construct) {
+      return;
+    }
+    for (const Expr *Arg : Construct->arguments()) {
+      const auto *Ref = dyn_cast_or_null<DeclRefExpr>(spelled(Arg));
+      if (Ref && Ref->getDecl() == Optimizer) {
+        ++Handed;
+        Declined = Declined && trainsMembersDeclined(Construct->getConstructor()->getParent(), Ctx);
+      }
+    }
+  });
+  return Uses > 0 && Uses == Handed && Declined;
+}
+
 bool globalModelSetUpBefore(const VarDecl *Model, const CompoundStmt *Block, const Stmt *Before,
                             ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
@@ -338,7 +385,7 @@ SetupInfo analyzeSetup(const FunctionDecl *Function, ASTContext &Ctx) {
   };
   std::vector<Candidate> Candidates;
   for (const VarDecl *Var : Vars) {
-    if (!isOptimizerOrPointerTo(Var->getType())) {
+    if (!isOptimizerOrPointerTo(Var->getType()) || onlyHandedToDeclinedTrainers(Var, Body, Ctx)) {
       continue;
     }
     const auto *Declaration = dyn_cast_or_null<DeclStmt>([&]() -> const Stmt * {

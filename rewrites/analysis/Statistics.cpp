@@ -525,6 +525,58 @@ bool dividedByStepCounterOrNothing(const Stmt *Read, ASTContext &Ctx) {
   return true;
 }
 
+/// The member of a local object that Read divides, when the loop over this process's batches
+/// adds batch values to that member (`st.loss += loss.item<double>() * x.size(0);` then
+/// `st.loss /= n;`): accel-reduce does not follow such a sum (it warns where it is added to),
+/// so the count that divides it is left alone too, or the ratio would mix one process's sum
+/// with the global count. "" when Read divides no such member.
+std::string unfollowedDividend(const Stmt *Read, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*Read);
+  const Expr *Dividend = nullptr;
+  for (int Depth = 0; Depth < 8 && !Dividend; ++Depth) {
+    auto Parents = Ctx.getParents(Current);
+    const auto *Parent = Parents.empty() ? nullptr : Parents[0].get<Expr>();
+    if (!Parent) {
+      return "";
+    }
+    if (isa<ImplicitCastExpr, ParenExpr, CXXStaticCastExpr, CStyleCastExpr, CXXFunctionalCastExpr>(
+            Parent)) {
+      Current = Parents[0];
+      continue;
+    }
+    const auto *Division = dyn_cast<BinaryOperator>(Parent);
+    if (!Division ||
+        (Division->getOpcode() != BO_Div && Division->getOpcode() != BO_DivAssign) ||
+        Division->getRHS()->IgnoreParenCasts() != Current.get<Expr>()->IgnoreParenCasts()) {
+      return "";
+    }
+    Dividend = Division->getLHS()->IgnoreParenImpCasts();
+  }
+  const auto *Member = dyn_cast_or_null<MemberExpr>(Dividend);
+  const auto *Base =
+      Member ? dyn_cast<DeclRefExpr>(Member->getBase()->IgnoreParenImpCasts()) : nullptr;
+  const auto *Holder = Base ? dyn_cast<VarDecl>(Base->getDecl()) : nullptr;
+  const auto *Function = Holder ? dyn_cast<FunctionDecl>(Holder->getDeclContext()) : nullptr;
+  if (!Function || !Function->getBody()) {
+    return "";
+  }
+  bool Added = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Add = dyn_cast<CompoundAssignOperator>(S);
+    const auto *Target =
+        Add && Add->getOpcode() == BO_AddAssign
+            ? dyn_cast<MemberExpr>(Add->getLHS()->IgnoreParenImpCasts())
+            : nullptr;
+    const auto *TargetBase =
+        Target ? dyn_cast<DeclRefExpr>(Target->getBase()->IgnoreParenImpCasts()) : nullptr;
+    Added = Added || (TargetBase && TargetBase->getDecl() == Holder &&
+                      Target->getMemberDecl() == Member->getMemberDecl() &&
+                      insideShardedLoop(Add, Ctx));
+  });
+  return Added ? Holder->getNameAsString() + "." + Member->getMemberDecl()->getNameAsString()
+               : "";
+}
+
 } // namespace
 
 bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx); // below
@@ -716,6 +768,16 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   if (Outside || Unclear || (Sums && Means)) {
     Result.Unclear = true;
     Result.Why = Outside || (Sums && Means) ? "" : Why;
+    return Result;
+  }
+  if (std::string Dividend = unfollowedDividend(Read, Ctx); !Dividend.empty()) {
+    Result.Unclear = true;
+    Result.Why = "it divides '" + Dividend +
+                 "', a sum of this process's batch values that accel-reduce does not follow, "
+                 "so combining this alone would divide one process's sum by the global count; "
+                 "add the values up in a local number, or read accelerator.reduce(" + Dividend +
+                 ", \"sum\") / accelerator.reduce(" + Var->getNameAsString() +
+                 ", \"sum\") by hand";
     return Result;
   }
   Result.Op = Sums ? "sum" : Means ? "mean" : "";

@@ -6,6 +6,7 @@
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
+#include "support/Templates.h"
 
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ParentMapContext.h"
@@ -405,11 +406,7 @@ bool isTrainingStepFunction(const FunctionDecl *Function) {
     return false;
   }
   llvm::SmallVector<const FunctionDecl *, 2> Versions = {Function};
-  if (const FunctionTemplateDecl *Template = Function->getDescribedFunctionTemplate()) {
-    for (const FunctionDecl *Instance : Template->specializations()) {
-      Versions.push_back(Instance);
-    }
-  }
+  llvm::append_range(Versions, instantiationsOf(Function));
   for (const FunctionDecl *Version : Versions) {
     if (!Version->hasBody()) {
       continue;

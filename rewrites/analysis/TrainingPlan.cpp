@@ -431,7 +431,10 @@ void plan(LoopPlan &Plan, ASTContext &Ctx) {
         Problem(Members.Problem);
         return;
       }
-      if (llvm::is_contained(Members.Optimizers, Field)) {
+      // By name: in a class template the step is on a specialization's field.
+      if (llvm::any_of(Members.Optimizers, [&](const FieldDecl *Member) {
+            return Member->getDeclName() == Field->getDeclName();
+          })) {
         Plan.Setup = Function;
         continue;
       }

@@ -9,9 +9,11 @@
 #include "analysis/AnalysisContext.h"
 #include "analysis/BatchValues.h"
 #include "analysis/SetupFunction.h"
+#include "analysis/TrainingLoops.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
+#include "support/Templates.h"
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/Lex/Lexer.h"
@@ -57,8 +59,21 @@ std::string lossText(const CallExpr *Backward, const Expr *Loss, std::string Wri
                      ASTContext &Ctx) {
   const LoopPlan *Plan =
       AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
-  if (!Plan || !Plan->sound() || !Plan->Loader ||
-      classifyBatchValue(Loss, Ctx) != BatchValue::Sum) {
+  if (!Plan || !Plan->sound() || !Plan->Loader) {
+    return Written;
+  }
+  bool Sum = classifyBatchValue(Loss, Ctx) == BatchValue::Sum;
+  // In an instantiated template's pattern a dependent loss classifies as nothing: the copies
+  // of it in the instantiations say what it is, so that pattern and instantiations make one
+  // edit.
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Backward), Ctx);
+  if (!Sum && isInstantiatedPattern(Function)) {
+    llvm::SmallVector<const Stmt *, 2> Copies = instantiatedCopies(Loss, Function);
+    Sum = !Copies.empty() && llvm::all_of(Copies, [&](const Stmt *Copy) {
+      return classifyBatchValue(cast<Expr>(Copy), Ctx) == BatchValue::Sum;
+    });
+  }
+  if (!Sum) {
     return Written;
   }
   const Expr *E = Loss->IgnoreImplicit();

@@ -479,10 +479,10 @@ llvm::Expected<llvm::SmallVector<Edit, 1>> countedLoopEdits(const MatchResult &M
                            SM, Ctx.getLangOpts())
           .str();
   // batch_range's end excludes it: `i + ahead <= end` runs while i < end - ahead + 1.
-  std::string End = Counted.Ahead || Counted.Inclusive ? parenthesized(Counted.End, Ctx)
-                                                       : sourceText(Counted.End, Ctx);
-  if (Counted.Ahead) {
-    End += " - " + parenthesized(Counted.Ahead, Ctx);
+  std::string End = !Counted.Aheads.empty() || Counted.Inclusive ? parenthesized(Counted.End, Ctx)
+                                                                 : sourceText(Counted.End, Ctx);
+  for (const Expr *Ahead : Counted.Aheads) {
+    End += " - " + parenthesized(Ahead, Ctx);
   }
   if (Counted.Inclusive) {
     End += " + 1";

@@ -18,6 +18,7 @@
 #include "support/Calls.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
+#include "support/Templates.h"
 
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
@@ -46,10 +47,7 @@ AST_MATCHER(DeclRefExpr, printsBatchValueCopyNode) {
 /// instantiations, where the types are known (the pattern's dependent calls classify as
 /// nothing), so the pattern's node says nothing of its own.
 bool inInstantiatedPattern(const Stmt *S, ASTContext &Ctx) {
-  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*S), Ctx);
-  const FunctionTemplateDecl *Template =
-      Function ? Function->getDescribedFunctionTemplate() : nullptr;
-  return Template && !Template->specializations().empty();
+  return isInstantiatedPattern(enclosingFunction(DynTypedNode::create(*S), Ctx));
 }
 
 AST_MATCHER(CXXMemberCallExpr, printsUnclearBatchValue) {

@@ -167,6 +167,15 @@ void counted_batches(torch::nn::Linear &model, torch::optim::Optimizer &optimize
       model(x).sum().backward();
       optimizer.step();
     }
+    // A window and the step after it: the condition adds both to the counter.
+    for (int64_t i = 0; i + batch + 1 <= n; i += batch) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n - batch - 1 + 1, batch)) {
+      auto x = inputs.slice(0, i, i + batch), y = inputs.slice(0, i + 1, i + batch + 1);
+      // CHECK-FIXES: {{^}}      auto x = accelerator.batch_rows(inputs.slice(0, i, i + batch)), y = accelerator.batch_rows(inputs.slice(0, i + 1, i + batch + 1));
+      optimizer.zero_grad();
+      (model(x) - y).pow(2).mean().backward();
+      optimizer.step();
+    }
     // The step in a helper: the loop that calls it is shared alike.
     for (int64_t i = 0; i < n; i += 2) {
       // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n, 2)) {

@@ -365,11 +365,13 @@ void held_elsewhere() {
   History history;
   std::vector<float> losses;
   std::map<std::string, double> metrics;
+  int64_t n = 0;
   for (auto &b : *data) {
     sgd.zero_grad();
     auto loss = net(b.data).pow(2).mean();
     loss.backward();
     sgd.step();
+    n += b.data.size(0);
     meter.update(loss.item<double>(), b.data.size(0));
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
     losses.push_back(loss.item<float>());
@@ -379,6 +381,11 @@ void held_elsewhere() {
     metrics["loss"] += loss.item<double>();
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'metrics["loss"]'{{.*}} [accel-reduce]
   }
+  // The count that divides a sum kept in a member stays as it is too: combined alone it would
+  // divide one process's sum by the global count.
+  history.loss /= n;
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:19: warning: 'n' is kept over this process's batches, but it divides 'history.loss', a sum of this process's batch values that accel-reduce does not follow{{.*}} [accel-reduce]
+  // CHECK-FIXES: {{^}}  history.loss /= n;
   std::printf("%.4f %.4f %zu %.4f\n", meter.sum / meter.count, history.loss, losses.size(),
               metrics["loss"]);
 }
