@@ -56,10 +56,10 @@ bool hasAccelerator(const FunctionDecl *Function) {
   return Found;
 }
 
-/// Whether Function is called from Main only, directly or through plain functions of the main
-/// file that are called so themselves and have no accelerator nor optimizer of their own
-/// (`main` -> `Experiment(cfg)` -> `trainer.train_epoch(*loader)`): what main's Accelerator
-/// reaches by the parameters accel-accelerator adds.
+/// Whether Function is called from Main only, directly or through functions and methods of the
+/// main file that are called so themselves and have no accelerator nor optimizer of their own
+/// (`main` -> `Experiment(cfg)` -> `trainer.train_epoch(*loader)`, or `trainer.fit()` ->
+/// `train_epoch`): what main's Accelerator reaches by the parameters accel-accelerator adds.
 bool reachedOnlyFromMain(const FunctionDecl *Function, const FunctionDecl *Main, ASTContext &Ctx,
                          int Depth = 0) {
   const auto Callers = callersOf(Function, Ctx);
@@ -72,7 +72,13 @@ bool reachedOnlyFromMain(const FunctionDecl *Function, const FunctionDecl *Main,
       continue;
     }
     const FunctionDecl *Definition = Caller->getDefinition();
-    if (!Definition || isa<CXXMethodDecl>(Definition) || Definition->isTemplated() ||
+    // A method between (`trainer.fit(...)` calling `train_epoch`) takes the parameter like a
+    // function, unless it is virtual, a constructor or an operator.
+    const auto *Method = dyn_cast_or_null<CXXMethodDecl>(Definition);
+    if (!Definition ||
+        (Method && (Method->isVirtual() || isa<CXXConstructorDecl>(Method) ||
+                    Method->isOverloadedOperator() || Method->getParent()->isLambda())) ||
+        (!Method && Definition->isTemplated()) ||
         !SM.isWrittenInMainFile(SM.getExpansionLoc(Definition->getLocation())) ||
         hasAccelerator(Definition) || createsOptimizer(Definition) ||
         !reachedOnlyFromMain(Definition, Main, Ctx, Depth + 1)) {

@@ -34,22 +34,75 @@ llvm::SmallVector<const Expr *, 4> constructionArgs(const Expr *Init) {
       E = New->getConstructExpr();
       continue;
     }
+    auto IsMake = [](const Expr *Made) {
+      const auto *Call = dyn_cast_or_null<CallExpr>(Made);
+      const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+      return Callee && (qualifiedName(Callee) == "std::make_unique" ||
+                        qualifiedName(Callee) == "std::make_shared");
+    };
     if (const auto *Construct = dyn_cast<CXXConstructExpr>(E)) {
-      if (Construct->getNumArgs() == 1 && isa<CXXNewExpr>(spelled(Construct->getArg(0)))) {
-        E = spelled(Construct->getArg(0)); // std::unique_ptr<SGD>(new SGD(...))
+      // std::unique_ptr<SGD>(new SGD(...)), or a smart pointer to the base class made from
+      // one to the optimizer (`return std::make_unique<SGD>(...);` as a unique_ptr<Optimizer>).
+      if (Construct->getNumArgs() == 1 && (isa<CXXNewExpr>(spelled(Construct->getArg(0))) ||
+                                           IsMake(spelled(Construct->getArg(0))))) {
+        E = spelled(Construct->getArg(0));
         continue;
       }
       return {Construct->arg_begin(), Construct->arg_end()};
     }
-    const auto *Call = dyn_cast<CallExpr>(E);
-    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
-    if (Callee && (qualifiedName(Callee) == "std::make_unique" ||
-                   qualifiedName(Callee) == "std::make_shared")) {
+    if (IsMake(E)) {
+      const auto *Call = cast<CallExpr>(E);
       return {Call->arg_begin(), Call->arg_end()};
     }
     E = spelled(E) != E ? spelled(E) : nullptr;
   }
   return {};
+}
+
+/// Through std::move: `params` in `std::move(params)`.
+const Expr *moved(const Expr *E) {
+  const auto *Move = dyn_cast_or_null<CallExpr>(E ? spelled(E) : nullptr);
+  if (Move && Move->getNumArgs() == 1 && Move->getDirectCallee() &&
+      qualifiedName(Move->getDirectCallee()) == "std::move") {
+    return spelled(Move->getArg(0));
+  }
+  return E ? spelled(E) : nullptr;
+}
+
+/// The argument of a call to a factory function of the main file that every optimizer it
+/// returns is built from (`make_optimizer(kind, net_->parameters(), lr)`, where each `return`
+/// is `std::make_unique<torch::optim::SGD>(std::move(params), ...)` or the like on the same
+/// parameter); null for anything else.
+const Expr *factoryParametersArgument(const Expr *Init) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(Init ? spelled(Init) : nullptr);
+  const FunctionDecl *Factory = Call ? Call->getDirectCallee() : nullptr;
+  const FunctionDecl *Definition = nullptr;
+  if (!Factory || !Factory->hasBody(Definition) ||
+      !Definition->getASTContext().getSourceManager().isWrittenInMainFile(
+          Definition->getLocation())) {
+    return nullptr;
+  }
+  const ParmVarDecl *From = nullptr;
+  bool Every = true, Any = false;
+  forEachStmt(Definition->getBody(), [&](const Stmt *S) {
+    const auto *Return = dyn_cast<ReturnStmt>(S);
+    if (!Return || !Every) {
+      return;
+    }
+    llvm::SmallVector<const Expr *, 4> Args = constructionArgs(Return->getRetValue());
+    const auto *Ref = Args.empty() ? nullptr : dyn_cast_or_null<DeclRefExpr>(moved(Args[0]));
+    const auto *Parameter = Ref ? dyn_cast<ParmVarDecl>(Ref->getDecl()) : nullptr;
+    if (!Parameter || Parameter->getDeclContext() != Definition || (From && From != Parameter)) {
+      Every = false; // a `return nullptr;` too: no optimizer to follow
+      return;
+    }
+    From = Parameter;
+    Any = true;
+  });
+  if (!Any || !Every || From->getFunctionScopeIndex() >= Call->getNumArgs()) {
+    return nullptr;
+  }
+  return Call->getArg(From->getFunctionScopeIndex());
 }
 
 /// The model member a constructor initialises with the model its parameter holds, when
@@ -87,6 +140,11 @@ const FieldDecl *memberSharingParameter(const Expr *Object) {
 /// built from anything else.
 const FieldDecl *modelOfInitializer(const Expr *Init) {
   llvm::SmallVector<const Expr *, 4> Args = constructionArgs(Init);
+  if (Args.empty()) {
+    if (const Expr *Parameters = factoryParametersArgument(Init)) {
+      Args.push_back(Parameters);
+    }
+  }
   if (Args.empty()) {
     return nullptr;
   }

@@ -545,8 +545,7 @@ std::string unfollowedDividend(const Stmt *Read, ASTContext &Ctx) {
       continue;
     }
     const auto *Division = dyn_cast<BinaryOperator>(Parent);
-    if (!Division ||
-        (Division->getOpcode() != BO_Div && Division->getOpcode() != BO_DivAssign) ||
+    if (!Division || (Division->getOpcode() != BO_Div && Division->getOpcode() != BO_DivAssign) ||
         Division->getRHS()->IgnoreParenCasts() != Current.get<Expr>()->IgnoreParenCasts()) {
       return "";
     }
@@ -563,18 +562,16 @@ std::string unfollowedDividend(const Stmt *Read, ASTContext &Ctx) {
   bool Added = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     const auto *Add = dyn_cast<CompoundAssignOperator>(S);
-    const auto *Target =
-        Add && Add->getOpcode() == BO_AddAssign
-            ? dyn_cast<MemberExpr>(Add->getLHS()->IgnoreParenImpCasts())
-            : nullptr;
+    const auto *Target = Add && Add->getOpcode() == BO_AddAssign
+                             ? dyn_cast<MemberExpr>(Add->getLHS()->IgnoreParenImpCasts())
+                             : nullptr;
     const auto *TargetBase =
         Target ? dyn_cast<DeclRefExpr>(Target->getBase()->IgnoreParenImpCasts()) : nullptr;
-    Added = Added || (TargetBase && TargetBase->getDecl() == Holder &&
-                      Target->getMemberDecl() == Member->getMemberDecl() &&
-                      insideShardedLoop(Add, Ctx));
+    Added = Added ||
+            (TargetBase && TargetBase->getDecl() == Holder &&
+             Target->getMemberDecl() == Member->getMemberDecl() && insideShardedLoop(Add, Ctx));
   });
-  return Added ? Holder->getNameAsString() + "." + Member->getMemberDecl()->getNameAsString()
-               : "";
+  return Added ? Holder->getNameAsString() + "." + Member->getMemberDecl()->getNameAsString() : "";
 }
 
 } // namespace
@@ -775,8 +772,8 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     Result.Why = "it divides '" + Dividend +
                  "', a sum of this process's batch values that accel-reduce does not follow, "
                  "so combining this alone would divide one process's sum by the global count; "
-                 "add the values up in a local number, or read accelerator.reduce(" + Dividend +
-                 ", \"sum\") / accelerator.reduce(" + Var->getNameAsString() +
+                 "add the values up in a local number, or read accelerator.reduce(" +
+                 Dividend + ", \"sum\") / accelerator.reduce(" + Var->getNameAsString() +
                  ", \"sum\") by hand";
     return Result;
   }

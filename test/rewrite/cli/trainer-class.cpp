@@ -3,7 +3,8 @@
 // again is harmless); main prepares the loader it hands over. An optimizer held by a smart
 // pointer is prepared through it. A member optimizer whose model cannot be told is declined
 // with its loop, and only the call to it is left as written. A member optimizer built from the
-// constructor's model parameter trains the model member that parameter initialises.
+// constructor's model parameter trains the model member that parameter initialises; one made by
+// a factory function of the file trains the model whose parameters it is given.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %expect-exit 6 %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -18,6 +19,7 @@
 
 #include <iostream>
 #include <memory>
+#include <string>
 #include <vector>
 
 using Data = torch::data::datasets::TensorDataset;
@@ -120,6 +122,53 @@ private:
   torch::optim::SGD optimizer_;
 };
 
+// Made by a factory function of the file from the parameters it is given, chosen by name as
+// course code does: the model is the one whose parameters the constructor passes. Trained by a
+// method, on a loader it makes, that another method calls once per epoch: both get the
+// accelerator, from main through the function between.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string &kind,
+                                                        std::vector<torch::Tensor> params) {
+  if (kind == "adam") {
+    return std::make_unique<torch::optim::Adam>(std::move(params));
+  }
+  return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.1));
+}
+class FactoryTrainer {
+public:
+  explicit FactoryTrainer(const std::string &kind)
+      : optimizer_(make_optimizer(kind, net_->parameters())) {}
+  void fit(int epochs) {
+    // CHECK-FIXES: {{^}}  void fit(accelerate::Accelerator &accelerator, int epochs) {
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      train_epoch();
+      // CHECK-FIXES: {{^}}      train_epoch(accelerator);
+    }
+  }
+  void train_epoch() {
+    // CHECK-FIXES: {{^}}  void train_epoch(accelerate::Accelerator &accelerator) {
+    // CHECK-FIXES-NEXT: {{^}}    accelerator.prepare(net_, *optimizer_);
+    auto loader = torch::data::make_data_loader(Data(torch::randn({32, 4})).map(Stack()), 8);
+    // CHECK-FIXES: auto loader = accelerator.prepare_data_loader(
+    for (auto &batch : *loader) {
+      optimizer_->zero_grad();
+      net_->forward(batch.data).pow(2).mean().backward();
+      optimizer_->step();
+      // CHECK-FIXES: {{^}}      accelerator.step(*optimizer_);
+    }
+  }
+
+private:
+  torch::nn::Linear net_{4, 1};
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+void experiment(const std::string &kind) {
+  // CHECK-FIXES: {{^}}void experiment(accelerate::Accelerator &accelerator, const std::string &kind) {
+  FactoryTrainer trainer(kind);
+  trainer.fit(2);
+  // CHECK-FIXES: {{^}}  trainer.fit(accelerator, 2);
+}
+
 int main() {
   // CHECK-FIXES: {{^}}int main() {
   // CHECK-FIXES: {{^}}  accelerate::Accelerator accelerator;
@@ -140,4 +189,6 @@ int main() {
   ListTrainer third(other, other->parameters());
   third.fit(*own);
   // CHECK-FIXES: {{^}}  third.fit(*own);
+  experiment("adam");
+  // CHECK-FIXES: {{^}}  experiment(accelerator, "adam");
 }
