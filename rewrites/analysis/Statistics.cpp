@@ -936,7 +936,13 @@ bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
   if (!Stores || !insideShardedLoop(S, Ctx)) {
     return false;
   }
-  Holder = sourceText(Call->getImplicitObjectArgument(), Ctx);
+  // Named as written: `cb` for `cb->on_batch_end(...)` on a smart pointer.
+  const Expr *Object = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+  if (const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Object);
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1) {
+    Object = Arrow->getArg(0);
+  }
+  Holder = sourceText(Object, Ctx);
   return !Holder.empty();
 }
 

@@ -362,6 +362,7 @@ void held_elsewhere() {
   torch::optim::SGD sgd(net->parameters(), 0.1);
   auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
   AverageMeter meter;
+  auto shared = std::make_shared<AverageMeter>();
   History history;
   std::vector<float> losses;
   std::map<std::string, double> metrics;
@@ -374,6 +375,8 @@ void held_elsewhere() {
     n += b.data.size(0);
     meter.update(loss.item<double>(), b.data.size(0));
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
+    shared->update(loss.item<double>(), b.data.size(0));
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'shared', which accel-reduce does not follow{{.*}} [accel-reduce]
     losses.push_back(loss.item<float>());
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'losses'{{.*}} [accel-reduce]
     history.loss += loss.item<double>();
@@ -386,7 +389,7 @@ void held_elsewhere() {
   history.loss /= n;
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:19: warning: 'n' is kept over this process's batches, but it divides 'history.loss', a sum of this process's batch values that accel-reduce does not follow{{.*}} [accel-reduce]
   // CHECK-FIXES: {{^}}  history.loss /= n;
-  std::printf("%.4f %.4f %zu %.4f\n", meter.sum / meter.count, history.loss, losses.size(),
+  std::printf("%.4f %.4f %.4f %zu %.4f\n", meter.sum / meter.count, shared->sum, history.loss, losses.size(),
               metrics["loss"]);
 }
 
