@@ -946,6 +946,48 @@ bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
   return !Holder.empty();
 }
 
+bool combinesStoredArguments(
+    const CXXMemberCallExpr *Call, ASTContext &Ctx,
+    llvm::SmallVectorImpl<std::pair<const Expr *, std::string>> &Combined) {
+  Combined.clear();
+  std::string Holder;
+  const CXXRecordDecl *Class = Call->getRecordDecl();
+  if (!Class || !storesBatchValue(Call, Ctx, Holder) ||
+      llvm::StringRef(Class->getQualifiedNameAsString()).starts_with("std::")) {
+    return false;
+  }
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Call), Ctx);
+  for (const Expr *Argument : Call->arguments()) {
+    if (isa<CXXDefaultArgExpr>(Argument)) {
+      continue;
+    }
+    if (!Argument->getType()->isArithmeticType()) {
+      if (mentionsTensor(Argument)) {
+        return false; // a tensor of the batch handed over whole
+      }
+      continue;
+    }
+    switch (classifyBatchValue(Argument, Ctx)) {
+    case BatchValue::Sum:
+      Combined.emplace_back(Argument, "sum");
+      break;
+    case BatchValue::Mean:
+      Combined.emplace_back(Argument, "mean");
+      break;
+    case BatchValue::Constant:
+      break;
+    default:
+      // Computed from the batch in a way no rule combines (an accuracy from a helper): the
+      // object would mix global and local values.
+      if (mentionsTensor(Argument) ||
+          (Function && computedFromTensors(Argument, Function->getBody()))) {
+        return false;
+      }
+    }
+  }
+  return !Combined.empty();
+}
+
 bool runsOnSomeProcesses(const Stmt *S, ASTContext &Ctx) {
   auto AsksRank = [](const Stmt *Condition) {
     bool Found = false;

@@ -85,6 +85,18 @@ bool printsBatchValueCopy(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx,
 /// Holder is set to the object's or field's name.
 bool storesBatchValue(const clang::Stmt *S, clang::ASTContext &Ctx, std::string &Holder);
 
+/// A store of storesBatchValue that can hand the object the global batch's values instead: a
+/// method of a class of the program (not LibTorch's, nor the standard library's) whose every
+/// arithmetic argument is either a batch value that combines by a rule or computed from
+/// nothing of the batch (`meter.update(loss.item<double>(), b.data.size(0))`). Then every
+/// process's object receives what the original's does each step, so whatever it computes
+/// (an average, a history) is the original's. Combined gets each argument to combine and its
+/// accelerator.reduce operation ("sum" for per-sample sums and counts, "mean" for per-batch
+/// means).
+bool combinesStoredArguments(
+    const clang::CXXMemberCallExpr *Call, clang::ASTContext &Ctx,
+    llvm::SmallVectorImpl<std::pair<const clang::Expr *, std::string>> &Combined);
+
 /// The safety net under the forms above: Ref, printed and not combined, names a variable
 /// (of any type, a global too) that the sharded loop, or a lambda called in it, changes with
 /// this process's batches in a way the analyses above do not follow (`counts[label] += 1`,

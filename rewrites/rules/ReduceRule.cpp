@@ -65,6 +65,10 @@ AST_MATCHER(Stmt, storesBatchValueNode) {
   std::string Holder;
   return storesBatchValue(&Node, Finder->getASTContext(), Holder);
 }
+AST_MATCHER(CXXMemberCallExpr, combinesStoredArgumentsNode) {
+  llvm::SmallVector<std::pair<const Expr *, std::string>, 2> Combined;
+  return combinesStoredArguments(&Node, Finder->getASTContext(), Combined);
+}
 
 AST_MATCHER(Stmt, onSomeProcesses) {
   return runsOnSomeProcesses(&Node, Finder->getASTContext()) ||
@@ -259,10 +263,38 @@ Rule makeReduceRule() {
       warn("item", "this prints a value of this process's batch that accel-reduce cannot "
                    "classify (a sum or a mean over the batch), so the main process prints its "
                    "own; wrap it in accelerator.reduce(..., \"sum\") or \"mean\" by hand"));
+  // Handed to an object of the program: each process's object gets the global batch's values,
+  // `meter.update(accelerator.reduce(loss.item<double>(), "mean"),
+  // accelerator.reduce(b.data.size(0), "sum"))`.
+  auto StoredCombined = makeRule(
+      cxxMemberCallExpr(inUserCode(), forFunction(acceleratorFunction()),
+                        combinesStoredArgumentsNode())
+          .bind("stored"),
+      [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+        const auto *Call = Match.Nodes.getNodeAs<CXXMemberCallExpr>("stored");
+        llvm::SmallVector<std::pair<const Expr *, std::string>, 2> Combined;
+        combinesStoredArguments(Call, *Match.Context, Combined);
+        llvm::SmallVector<Edit, 1> Edits;
+        for (const auto &[Argument, Op] : Combined) {
+          if (Argument->getBeginLoc().isMacroID() || Argument->getEndLoc().isMacroID()) {
+            return llvm::SmallVector<Edit, 1>(); // written through a macro: left as is
+          }
+          Edits.push_back(insertionAt(Argument->getBeginLoc(), "accelerator.reduce("));
+          Edits.push_back(
+              insertionAt(Lexer::getLocForEndOfToken(Argument->getEndLoc(), 0, *Match.SourceManager,
+                                                     Match.Context->getLangOpts()),
+                          ", \"" + Op + "\")"));
+        }
+        return Edits;
+      },
+      explain("stored", "the object gets the global batch's values each step, combined across "
+                        "processes, so what it computes from them is the original's"));
   // Kept where accel-reduce cannot follow it: said, since a read later is one process's.
   auto Stored =
       makeRule(stmt(anyOf(cxxMemberCallExpr(), binaryOperator(isAssignmentOperator())),
-                    inUserCode(), storesBatchValueNode())
+                    inUserCode(), storesBatchValueNode(),
+                    unless(cxxMemberCallExpr(forFunction(acceleratorFunction()),
+                                             combinesStoredArgumentsNode())))
                    .bind("stored"),
                noEdits(), finding(Finding::Warning, "stored", [](const MatchResult &Match) {
                  std::string Holder;
@@ -327,8 +359,8 @@ Rule makeReduceRule() {
                "accel-reduce combines";
       }));
   return applyFirst<Finding>({OnSomeProcesses("read"), PrintedRule, PrintedCopyRule, ReadRule,
-                              RescaleRule, UnclearRead, UnclearPrint, UnclearRescale, Stored,
-                              WithoutAccelerator, ChangedFromBatches});
+                              RescaleRule, UnclearRead, UnclearPrint, UnclearRescale,
+                              StoredCombined, Stored, WithoutAccelerator, ChangedFromBatches});
 }
 
 } // namespace accel::rewrites
