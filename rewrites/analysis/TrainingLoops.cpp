@@ -146,10 +146,11 @@ bool isDeducedParameter(const FunctionDecl *Callee, unsigned Index) {
 }
 } // namespace
 
-llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader, ASTContext &Ctx) {
+llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader, ASTContext &Ctx,
+                                                   int Depth) {
   llvm::SmallVector<LoaderHandOff, 2> Result;
   const auto *Function = dyn_cast<FunctionDecl>(Loader->getDeclContext());
-  if (!Function || !Function->hasBody()) {
+  if (!Function || !Function->hasBody() || Depth > 3) {
     return Result;
   }
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
@@ -169,6 +170,14 @@ llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const VarDecl *Loader, ASTCon
       HandOff.AcceptsShardedLoader = isDeducedParameter(Callee, I - Skip);
       rangeForsOver(Callee->getBody(), Callee->getParamDecl(I - Skip), HandOff.Iterates,
                     HandOff.Trains, Ctx);
+      // Passed on (`fit(loader)` calling `train_epoch(loader)`): what the next one does with it.
+      for (const LoaderHandOff &Next :
+           loaderHandOffs(Callee->getParamDecl(I - Skip), Ctx, Depth + 1)) {
+        if (HandOff.AcceptsShardedLoader && Next.AcceptsShardedLoader) {
+          HandOff.Iterates = HandOff.Iterates || Next.Iterates;
+          HandOff.Trains = HandOff.Trains || Next.Trains;
+        }
+      }
       Result.push_back(HandOff);
     }
   });

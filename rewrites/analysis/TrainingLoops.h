@@ -43,13 +43,15 @@ bool isTrainingLoader(const clang::VarDecl *Loader, clang::ASTContext &Ctx);
 /// A call in the loader's function that passes it (or *it) to another function.
 struct LoaderHandOff {
   const clang::FunctionDecl *Callee = nullptr; // the instantiation, for a template
-  bool Iterates = false;                       // the callee's range-for iterates the parameter
-  bool Trains = false;                         // ... with a backward call in its body
+  /// The callee's range-for iterates the parameter, or a function it passes the parameter on
+  /// to does (`fit(loader)` calling `train_epoch(loader)`), whose parameter accepts it too.
+  bool Iterates = false;
+  bool Trains = false; // ... with a backward call in its body
   /// The parameter's type is deduced (`Loader &`, `auto &`): the sharded loader fits it.
   bool AcceptsShardedLoader = false;
 };
 llvm::SmallVector<LoaderHandOff, 2> loaderHandOffs(const clang::VarDecl *Loader,
-                                                   clang::ASTContext &Ctx);
+                                                   clang::ASTContext &Ctx, int Depth = 0);
 /// Why accel-data-loader cannot rewrite a make_data_loader variable (its type is spelled out,
 /// a sampler object with explicit template arguments), or "" when it can.
 std::string shardingProblem(const clang::VarDecl *Loader);

@@ -50,6 +50,16 @@ void train_spelled(torch::nn::Linear &model, Spelled &loader) {
 // CHECK-FIXES: void train_epoch(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
 // CHECK-FIXES: void train_spelled(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Spelled &loader) {
 
+// Passed on: the loader a helper takes goes on to the helper that trains on it.
+template <typename Loader>
+void fit_epochs(torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    train_epoch(model, loader, optimizer);
+  }
+}
+// CHECK-FIXES: void fit_epochs(accelerate::Accelerator &accelerator, torch::nn::Linear &model, Loader &loader, torch::optim::Optimizer &optimizer) {
+// CHECK-FIXES: {{^}}    train_epoch(accelerator, model, loader, optimizer);
+
 // Batches the program made itself, in a std::vector iterated by name or made by a call for the
 // loop: shared like a loader's
 // (accelerator.prepare_batches); a vector of something else, or one iterated by evaluation
@@ -362,6 +372,8 @@ int main() {
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:21: warning: data loader 'to_spelled' feeds training in 'train_spelled', whose parameter names LibTorch's loader type: make that parameter's type a template parameter {{.*}} [accel-data-loader]
   auto evaluated = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
   // CHECK-FIXES: auto evaluated = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  auto passed_on = torch::data::make_data_loader(Data(torch::randn({8, 4})), 2);
+  // CHECK-FIXES: auto passed_on = accelerator.prepare_data_loader(Data(torch::randn({8, 4})), 2);
   auto lambda_epoch = [&](auto &loader) {
     for (auto &batch : loader) {
       model(batch[0].data).sum().backward();
@@ -388,6 +400,8 @@ int main() {
       model(batch[0].data).sum().backward();
     }
   }
+  fit_epochs(model, *passed_on, optimizer);
+  // CHECK-FIXES: {{^}}  fit_epochs(accelerator, model, *passed_on, optimizer);
   hand_made(model, optimizer);
   counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
