@@ -4,6 +4,7 @@
 #include "analysis/AcceleratorParameter.h"
 #include "analysis/BatchValues.h"
 #include "analysis/CountedBatchLoops.h"
+#include "analysis/DivergentSteps.h"
 #include "analysis/TrainingLoops.h"
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -37,7 +38,7 @@ llvm::SmallVector<DynTypedNode, 8> ancestors(const DynTypedNode &Node, ASTContex
 /// Whether S runs over this process's share of the batches: the nearest loop over batches
 /// around it is a sharded one. A loop over a loader every process sees whole, nested in the
 /// training loop (a validation pass every few steps), adds up the same data everywhere.
-bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
+bool nearestBatchLoopIsSharded(const Stmt *S, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
     const auto *Loop = Ancestor.get<Stmt>();
     if (Loop && iteratesShardedLoader(Loop, Ctx)) {
@@ -121,7 +122,7 @@ bool insideOwnUpdate(const DeclRefExpr *Ref, ASTContext &Ctx) {
     const auto *Target =
         Left ? dyn_cast<DeclRefExpr>(Left->IgnoreImplicit()->IgnoreParens()) : nullptr;
     if (Target && Target->getDecl() == Ref->getDecl()) {
-      return insideShardedLoop(Ancestor.get<Stmt>(), Ctx);
+      return nearestBatchLoopIsSharded(Ancestor.get<Stmt>(), Ctx);
     }
   }
   return false;
@@ -337,7 +338,7 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       if (Compound->getOpcode() == BO_AddAssign) {
         Kind = Write::Add;
       } else if ((Compound->getOpcode() == BO_DivAssign || Compound->getOpcode() == BO_MulAssign) &&
-                 !insideShardedLoop(S, Ctx) && !refersTo(Compound->getRHS(), Var)) {
+                 !nearestBatchLoopIsSharded(S, Ctx) && !refersTo(Compound->getRHS(), Var)) {
         Kind = Write::Rescale;
       }
       Writes.push_back({Kind, S, Compound->getRHS()});
@@ -362,10 +363,10 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
       } else if (const Expr *Added = addedTo(Var, Assign->getRHS())) {
         Writes.push_back({Write::Add, S, Added});
         return;
-      } else if (!insideShardedLoop(S, Ctx) && refersTo(Assign->getRHS(), Var)) {
+      } else if (!nearestBatchLoopIsSharded(S, Ctx) && refersTo(Assign->getRHS(), Var)) {
         Kind = Write::Rescale;
       } else if (BatchValue Value = classifyBatchValue(Assign->getRHS(), Ctx);
-                 insideShardedLoop(S, Ctx) && !refersTo(Assign->getRHS(), Var) &&
+                 nearestBatchLoopIsSharded(S, Ctx) && !refersTo(Assign->getRHS(), Var) &&
                  (Value == BatchValue::Mean || Value == BatchValue::Sum)) {
         Kind = Write::Last;
       }
@@ -377,7 +378,7 @@ std::vector<Write> writesOf(const VarDecl *Var, const FunctionDecl *Function, AS
   // l;`, `if (loss.item<float>() > 1) ++noisy;`): a selection, not a step count or the last
   // batch's value. What it is computed from is then its condition.
   for (Write &W : Writes) {
-    if ((W.Kind == Write::Add || W.Kind == Write::Last) && insideShardedLoop(W.At, Ctx)) {
+    if ((W.Kind == Write::Add || W.Kind == Write::Last) && nearestBatchLoopIsSharded(W.At, Ctx)) {
       const Expr *Condition = conditionInShardedLoop(W.At, Ctx);
       // `if (p.grad().defined())`: whether a tensor exists, not what it holds, which the
       // processes agree on (a parameter's gradient after the synchronising backward).
@@ -452,7 +453,7 @@ bool isStepCounter(const VarDecl *Var, ASTContext &Ctx) {
       continue;
     }
     if (W.Kind != Write::Add || (W.Increment && !addsOne(W.Increment, Ctx)) ||
-        !insideShardedLoop(W.At, Ctx)) {
+        !nearestBatchLoopIsSharded(W.At, Ctx)) {
       return false;
     }
     Counts = true;
@@ -567,9 +568,9 @@ std::string unfollowedDividend(const Stmt *Read, ASTContext &Ctx) {
                              : nullptr;
     const auto *TargetBase =
         Target ? dyn_cast<DeclRefExpr>(Target->getBase()->IgnoreParenImpCasts()) : nullptr;
-    Added = Added ||
-            (TargetBase && TargetBase->getDecl() == Holder &&
-             Target->getMemberDecl() == Member->getMemberDecl() && insideShardedLoop(Add, Ctx));
+    Added = Added || (TargetBase && TargetBase->getDecl() == Holder &&
+                      Target->getMemberDecl() == Member->getMemberDecl() &&
+                      nearestBatchLoopIsSharded(Add, Ctx));
   });
   return Added ? Holder->getNameAsString() + "." + Member->getMemberDecl()->getNameAsString() : "";
 }
@@ -604,7 +605,7 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
   // Read in a lambda (a progress logger): it runs where it is called, which the positions
   // below do not see.
   if (readInOtherLambda(Read, Var, Ctx) && llvm::any_of(Writes, [&](const Write &W) {
-        return W.Kind != Write::Reset && insideShardedLoop(W.At, Ctx);
+        return W.Kind != Write::Reset && nearestBatchLoopIsSharded(W.At, Ctx);
       })) {
     Result.Unclear = true;
     Result.Why = "it is read in a lambda, which runs where it is called, and accel-reduce does "
@@ -620,7 +621,7 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     // loss.item<float>()`, a minimum) holds this process's share as much as a sum does; so
     // does a tensor that also adds up batch values there.
     const bool FromBatches = llvm::any_of(Writes, [&](const Write &W) {
-      if (W.Kind != Write::Other || !W.Increment || !insideShardedLoop(W.At, Ctx)) {
+      if (W.Kind != Write::Other || !W.Increment || !nearestBatchLoopIsSharded(W.At, Ctx)) {
         return false;
       }
       BatchValue Value = classifyBatchValue(W.Increment, Ctx);
@@ -640,7 +641,7 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     });
     Result.Unclear = FromBatches || FromLastBatch ||
                      (Tensor && llvm::any_of(Writes, [&](const Write &W) {
-                        return W.Kind == Write::Add && insideShardedLoop(W.At, Ctx);
+                        return W.Kind == Write::Add && nearestBatchLoopIsSharded(W.At, Ctx);
                       }));
     if (FromBatches || FromLastBatch) {
       Result.Why = "it is computed from this process's batches in a way accel-reduce does not "
@@ -702,7 +703,7 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     if (W.Kind != Write::Add || !Sees(W)) {
       continue;
     }
-    if (!insideShardedLoop(W.At, Ctx)) {
+    if (!nearestBatchLoopIsSharded(W.At, Ctx)) {
       Outside = true; // added up over a loader every process sees whole
       continue;
     }
@@ -883,7 +884,7 @@ bool rescalesStatistic(const CompoundAssignOperator *Rescale, ASTContext &Ctx,
                        StatisticRead &Read) {
   const VarDecl *Var = assignedVar(Rescale->getLHS());
   if (!Var || (Rescale->getOpcode() != BO_DivAssign && Rescale->getOpcode() != BO_MulAssign) ||
-      insideShardedLoop(Rescale, Ctx) || refersTo(Rescale->getRHS(), Var)) {
+      nearestBatchLoopIsSharded(Rescale, Ctx) || refersTo(Rescale->getRHS(), Var)) {
     return false;
   }
   Read = classifyStatisticRead(Var, Rescale, Ctx);
@@ -908,7 +909,7 @@ bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
     // (`stats.loss += ...`), a map's or an array's element (`metrics["loss"] += ...`).
     const Expr *Target = Compound->getLHS()->IgnoreParenImpCasts();
     if (isa<DeclRefExpr>(Target) || !IsBatchValue(Compound->getRHS()) ||
-        !insideShardedLoop(S, Ctx)) {
+        !nearestBatchLoopIsSharded(S, Ctx)) {
       return false;
     }
     const auto *Field = dyn_cast<MemberExpr>(Target);
@@ -933,7 +934,7 @@ bool storesBatchValue(const Stmt *S, ASTContext &Ctx, std::string &Holder) {
   bool Stores = llvm::any_of(Call->arguments(), [&](const Expr *Argument) {
     return Argument->getType()->isArithmeticType() && IsBatchValue(Argument);
   });
-  if (!Stores || !insideShardedLoop(S, Ctx)) {
+  if (!Stores || !nearestBatchLoopIsSharded(S, Ctx)) {
     return false;
   }
   // Named as written: `cb` for `cb->on_batch_end(...)` on a smart pointer.
@@ -954,6 +955,13 @@ bool combinesStoredArguments(
   const CXXRecordDecl *Class = Call->getRecordDecl();
   if (!Class || !storesBatchValue(Call, Ctx, Holder) ||
       llvm::StringRef(Class->getQualifiedNameAsString()).starts_with("std::")) {
+    return false;
+  }
+  // Every process must reach the combine as often as the others: not under a branch on which
+  // process this is or on its batch's values, nor in a loop over the batch's samples (as many
+  // iterations as this process has rows).
+  if (runsOnSomeProcesses(Call, Ctx) || underConditionThatDiffers(Call, Ctx) ||
+      insideLoopWithinShardedLoop(Call, Ctx)) {
     return false;
   }
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Call), Ctx);
@@ -1018,8 +1026,9 @@ bool readsLastBatchTensor(const CXXMemberCallExpr *Item, ASTContext &Ctx) {
     return false;
   }
   auto Values = assignedValues(Var);
-  return !Values.empty() &&
-         llvm::all_of(Values, [&](const Expr *Value) { return insideShardedLoop(Value, Ctx); });
+  return !Values.empty() && llvm::all_of(Values, [&](const Expr *Value) {
+    return nearestBatchLoopIsSharded(Value, Ctx);
+  });
 }
 
 namespace {
@@ -1182,7 +1191,7 @@ bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue, int
 bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &Op) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
   if (!Var || !Var->isLocalVarDecl() || !Var->getType()->isArithmeticType() || !Var->getInit() ||
-      !insideShardedLoop(Ref, Ctx)) {
+      !nearestBatchLoopIsSharded(Ref, Ctx)) {
     return false;
   }
   auto Parents = Ctx.getParents(*Var);
@@ -1190,7 +1199,7 @@ bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &
   const Stmt *Scope =
       Declaration ? innermostLoop(DynTypedNode::create(*Declaration), Ctx) : nullptr;
   // The copy is this iteration's: declared in the sharded loop, never changed after.
-  if (!Declaration || !insideShardedLoop(Declaration, Ctx) || !Scope ||
+  if (!Declaration || !nearestBatchLoopIsSharded(Declaration, Ctx) || !Scope ||
       changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, false)) {
     return false;
   }
@@ -1215,7 +1224,7 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   const CXXMemberCallExpr *Taken = ScalarConversion ? Converted : Item;
   if (!(isTensorMethodCall(Item, "item") || Size || ScalarConversion) ||
       !Item->getType()->isArithmeticType() ||
-      !(insideShardedLoop(Item, Ctx) || readsLastBatchTensor(Taken, Ctx))) {
+      !(nearestBatchLoopIsSharded(Item, Ctx) || readsLastBatchTensor(Taken, Ctx))) {
     return false;
   }
   if (!printedUncombined(Item, Ctx, Size)) {
@@ -1333,7 +1342,7 @@ const Stmt *shardedCallOfLambdaAround(const Stmt *S, const Stmt *FunctionBody, A
     forEachStmt(FunctionBody, [&](const Stmt *Node) {
       const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Node);
       if (!Call && Operator && Operator->getOperator() == OO_Call && Operator->getNumArgs() > 0 &&
-          namedVar(Operator->getArg(0)) == Holder && insideShardedLoop(Operator, Ctx)) {
+          namedVar(Operator->getArg(0)) == Holder && nearestBatchLoopIsSharded(Operator, Ctx)) {
         Call = Operator;
       }
     });
@@ -1488,7 +1497,7 @@ const DeclRefExpr *changeFromBatches(const VarDecl *Var, const DeclRefExpr *Exce
         }
       }
       const Stmt *Call =
-          insideShardedLoop(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
+          nearestBatchLoopIsSharded(Use, Ctx) ? Use : shardedCallOfLambdaAround(Use, Body, Ctx);
       if (!Call || writesTextBuffer(Use, Ctx)) {
         return;
       }

@@ -384,6 +384,16 @@ void held_elsewhere() {
     // object would mix global and local values, so warned.
     meter.update(largest_of(net(b.data)), b.data.size(0));
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
+    // Nor where some processes would combine and others not: under a branch on this process's
+    // batch, or once per sample.
+    if (loss.item<double>() > 1.0) {
+      meter.update(loss.item<double>(), b.data.size(0));
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
+    }
+    for (int64_t i = 0; i < b.data.size(0); ++i) {
+      meter.update(loss.item<double>(), 1);
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: a value of this process's batch goes into 'meter', which accel-reduce does not follow{{.*}} [accel-reduce]
+    }
     losses.push_back(loss.item<float>());
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'losses'{{.*}} [accel-reduce]
     history.loss += loss.item<double>();
