@@ -145,6 +145,35 @@ bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
   return false;
 }
 
+bool mentionsTensor(const Expr *E); // below
+
+/// Inside a loop within the sharded loop whose trip count may differ between processes: its
+/// header computes with the batch (a loop over the batch's samples, `i < b.data.size(0)`) or
+/// with anything the analysis cannot see. A loop over a list of the program's
+/// (`for (auto &cb : callbacks_)`) runs as often on every process.
+bool insideBatchDependentLoop(const Stmt *S, ASTContext &Ctx) {
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*S), Ctx);
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
+    const auto *Loop = Ancestor.get<Stmt>();
+    if (!Loop || !(isa<ForStmt>(Loop) || isa<CXXForRangeStmt>(Loop) || isa<WhileStmt>(Loop) ||
+                   isa<DoStmt>(Loop))) {
+      continue;
+    }
+    if (iteratesShardedLoader(Loop, Ctx)) {
+      return false;
+    }
+    const Expr *Header = conditionOf(Loop);
+    if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
+      Header = Range->getRangeInit();
+    }
+    if (!Header || mentionsTensor(Header) ||
+        (Function && computedFromTensors(Header, Function->getBody()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Inside a loop over a loader parameter that is sharded in one call and whole in another.
 bool insideLoopOfMixedLoaders(const Stmt *S, ASTContext &Ctx) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
@@ -961,7 +990,7 @@ bool combinesStoredArguments(
   // process this is or on its batch's values, nor in a loop over the batch's samples (as many
   // iterations as this process has rows).
   if (runsOnSomeProcesses(Call, Ctx) || underConditionThatDiffers(Call, Ctx) ||
-      insideLoopWithinShardedLoop(Call, Ctx)) {
+      insideBatchDependentLoop(Call, Ctx)) {
     return false;
   }
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Call), Ctx);

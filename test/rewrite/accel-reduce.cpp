@@ -364,6 +364,7 @@ void held_elsewhere() {
   auto data = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
   AverageMeter meter;
   auto shared = std::make_shared<AverageMeter>();
+  std::vector<AverageMeter *> listeners = {&meter};
   History history;
   std::vector<float> losses;
   std::map<std::string, double> metrics;
@@ -380,6 +381,11 @@ void held_elsewhere() {
     // CHECK-FIXES: {{^}}    meter.update(accelerator.reduce(loss.item<double>(), "mean"), accelerator.reduce(b.data.size(0), "sum"));
     shared->update(loss.item<double>(), b.data.size(0));
     // CHECK-FIXES: {{^}}    shared->update(accelerator.reduce(loss.item<double>(), "mean"), accelerator.reduce(b.data.size(0), "sum"));
+    // Also through a list of the program's objects, which every process walks alike.
+    for (AverageMeter *each : listeners) {
+      each->update(loss.item<double>(), b.data.size(0));
+      // CHECK-FIXES: {{^}}      each->update(accelerator.reduce(loss.item<double>(), "mean"), accelerator.reduce(b.data.size(0), "sum"));
+    }
     // Unless an argument is computed from the batch by no rule that combines (a maximum): the
     // object would mix global and local values, so warned.
     meter.update(largest_of(net(b.data)), b.data.size(0));
