@@ -128,9 +128,10 @@ bool insideOwnUpdate(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return false;
 }
 
-/// Inside a loop that is itself inside the sharded loop (a loop over the batch's samples).
-bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
-  bool InnerLoop = false;
+/// The loops between S and the sharded loop around it, innermost first; false when no sharded
+/// loop is around S.
+bool loopsWithinShardedLoop(const Stmt *S, ASTContext &Ctx,
+                            llvm::SmallVectorImpl<const Stmt *> &Between) {
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
     const auto *Loop = Ancestor.get<Stmt>();
     if (!Loop || !(isa<ForStmt>(Loop) || isa<CXXForRangeStmt>(Loop) || isa<WhileStmt>(Loop) ||
@@ -138,11 +139,17 @@ bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
       continue;
     }
     if (iteratesShardedLoader(Loop, Ctx)) {
-      return InnerLoop;
+      return true;
     }
-    InnerLoop = true;
+    Between.push_back(Loop);
   }
   return false;
+}
+
+/// Inside a loop that is itself inside the sharded loop (a loop over the batch's samples).
+bool insideLoopWithinShardedLoop(const Stmt *S, ASTContext &Ctx) {
+  llvm::SmallVector<const Stmt *, 2> Between;
+  return loopsWithinShardedLoop(S, Ctx, Between) && !Between.empty();
 }
 
 bool mentionsTensor(const Expr *E); // below
@@ -152,26 +159,19 @@ bool mentionsTensor(const Expr *E); // below
 /// with anything the analysis cannot see. A loop over a list of the program's
 /// (`for (auto &cb : callbacks_)`) runs as often on every process.
 bool insideBatchDependentLoop(const Stmt *S, ASTContext &Ctx) {
+  llvm::SmallVector<const Stmt *, 2> Between;
+  if (!loopsWithinShardedLoop(S, Ctx, Between)) {
+    return false;
+  }
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*S), Ctx);
-  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*S), Ctx)) {
-    const auto *Loop = Ancestor.get<Stmt>();
-    if (!Loop || !(isa<ForStmt>(Loop) || isa<CXXForRangeStmt>(Loop) || isa<WhileStmt>(Loop) ||
-                   isa<DoStmt>(Loop))) {
-      continue;
-    }
-    if (iteratesShardedLoader(Loop, Ctx)) {
-      return false;
-    }
+  return llvm::any_of(Between, [&](const Stmt *Loop) {
     const Expr *Header = conditionOf(Loop);
     if (const auto *Range = dyn_cast<CXXForRangeStmt>(Loop)) {
       Header = Range->getRangeInit();
     }
-    if (!Header || mentionsTensor(Header) ||
-        (Function && computedFromTensors(Header, Function->getBody()))) {
-      return true;
-    }
-  }
-  return false;
+    return !Header || mentionsTensor(Header) ||
+           (Function && computedFromTensors(Header, Function->getBody()));
+  });
 }
 
 /// Inside a loop over a loader parameter that is sharded in one call and whole in another.
