@@ -1004,7 +1004,12 @@ bool combinesStoredArguments(
       }
       continue;
     }
-    switch (classifyBatchValue(Argument, Ctx)) {
+    const BatchValue Value = classifyBatchValue(Argument, Ctx);
+    if ((Value == BatchValue::Sum || Value == BatchValue::Mean) &&
+        (Argument->getBeginLoc().isMacroID() || Argument->getEndLoc().isMacroID())) {
+      return false; // written through a macro, which the rewrite does not edit
+    }
+    switch (Value) {
     case BatchValue::Sum:
       Combined.emplace_back(Argument, "sum");
       break;

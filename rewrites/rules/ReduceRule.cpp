@@ -276,9 +276,6 @@ Rule makeReduceRule() {
         combinesStoredArguments(Call, *Match.Context, Combined);
         llvm::SmallVector<Edit, 1> Edits;
         for (const auto &[Argument, Op] : Combined) {
-          if (Argument->getBeginLoc().isMacroID() || Argument->getEndLoc().isMacroID()) {
-            return llvm::SmallVector<Edit, 1>(); // written through a macro: left as is
-          }
           Edits.push_back(insertionAt(Argument->getBeginLoc(), "accelerator.reduce("));
           Edits.push_back(
               insertionAt(Lexer::getLocForEndOfToken(Argument->getEndLoc(), 0, *Match.SourceManager,
