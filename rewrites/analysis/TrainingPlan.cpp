@@ -984,8 +984,12 @@ std::unique_ptr<TrainingPlans> planTrainingLoops(ASTContext &Ctx) {
   }
   collectDeclinedRanges(*Result, Ctx);
   // Training in an included project header (accel-training-loop declines it): the file is left
-  // as written, since its own code may train through the header's (a trainer class).
-  if (!trainingInIncludedHeaders(Ctx).empty()) {
+  // as written, since its own code may train through the header's (a trainer class). So is a
+  // file none of whose training can be rewritten: its prints and file writes, guarded, would
+  // only hide that every process still trains the whole model on all the data.
+  bool NothingRewritten =
+      !Result->Loops.empty() && llvm::none_of(Result->Loops, std::mem_fn(&LoopPlan::sound));
+  if (NothingRewritten || !trainingInIncludedHeaders(Ctx).empty()) {
     const FileID Main = SM.getMainFileID();
     Result->DeclinedRanges.emplace_back(0, SM.getBufferData(Main).size() + 1);
   }
