@@ -166,6 +166,18 @@ torch::Tensor rows_of_process(const torch::Tensor &batch, int rank, int world_si
              : batch.slice(0, range.first, range.second);
 }
 
+void check_rows_agree(const char *what, int64_t rows, int64_t other) {
+  TORCH_CHECK(rows == other,
+              "accelerate: split_batches cuts each tensor of a batch by its rows "
+              "between the processes, and this batch's first tensor has ",
+              rows, " rows where another ", what, " has ",
+              other < 0 ? std::string("none (no dimensions)") : std::to_string(other),
+              ": dimension 0 is not the batch in every one of them (token ids of the whole "
+              "batch beside per-sequence offsets, say), so the parts would not belong "
+              "together. Make dimension 0 the batch in each tensor, or run without "
+              "split_batches");
+}
+
 } // namespace accelerate::detail
 
 namespace accelerate {

@@ -698,6 +698,33 @@ TEST(BatchRange, ABatchOfSeveralTensorsTakenFromAListIsCutAlike) {
       const std::tuple<torch::Tensor, torch::Tensor> one{torch::ones({1, 2}), torch::zeros(1)};
       EXPECT_EQ(std::get<0>(accelerator.batch_rows(one)).size(0), 1);
       EXPECT_EQ(std::get<1>(accelerator.batch_rows(one)).size(0), 1);
+      // Tensors whose rows differ (an EmbeddingBag's token ids of the whole batch beside one
+      // offset per sequence) cannot be cut alike: refused under split_batches, whether taken
+      // from a list or handed out by prepare_batches; passed whole otherwise.
+      const std::tuple<torch::Tensor, torch::Tensor> ragged{torch::arange(7), torch::arange(3)};
+      std::vector<std::tuple<torch::Tensor, torch::Tensor>> list{ragged};
+      const std::string refusal = "first tensor has 7 rows where another tensor has 3";
+      if (split) {
+        for (const bool handed_out : {false, true}) {
+          try {
+            if (handed_out) {
+              for (const auto &batch : accelerator.prepare_batches(list)) {
+                (void)batch;
+              }
+            } else {
+              accelerator.batch_rows(ragged);
+            }
+            ADD_FAILURE() << "a batch of tensors with different rows was cut";
+          } catch (const c10::Error &error) {
+            EXPECT_NE(std::string(error.what()).find(refusal), std::string::npos) << error.what();
+          }
+        }
+      } else {
+        EXPECT_EQ(std::get<0>(accelerator.batch_rows(ragged)).size(0), 7);
+        for (const auto &[ids, offsets] : accelerator.prepare_batches(list)) {
+          EXPECT_EQ(ids.size(0) + offsets.size(0), 10);
+        }
+      }
     });
     EXPECT_TRUE(accel_test::all_succeeded(results)) << (split ? "split" : "sharded");
   }

@@ -132,9 +132,11 @@ public:
   template <typename Batch> Batch batch_rows(const Batch &batch) {
     const int64_t rows = detail::rows_of(batch);
     const std::pair<int64_t, int64_t> range = rows_of_this_process(rows);
-    return range.first == 0 && range.second == rows
-               ? batch
-               : detail::slice_rows(batch, range.first, range.second);
+    if (range.first == 0 && range.second == rows) {
+      return batch;
+    }
+    detail::check_rows(batch, rows);
+    return detail::slice_rows(batch, range.first, range.second);
   }
 
   // ---- training step -------------------------------------------------------------------

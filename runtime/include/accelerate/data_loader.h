@@ -185,6 +185,33 @@ template <typename T> int64_t rows_of(const std::vector<T> &batch) {
   return rows_of(batch.front());
 }
 
+/// Before a batch of several tensors is cut by rows between the processes (split_batches):
+/// that each has the batch's rows, or the parts would not belong together (token ids of a
+/// whole batch beside per-sequence offsets, an EmbeddingBag's input).
+void check_rows_agree(const char *what, int64_t rows, int64_t other);
+inline void check_rows(const torch::Tensor &batch, int64_t rows) {
+  check_rows_agree("tensor", rows, batch.dim() > 0 ? batch.size(0) : -1);
+}
+template <typename T> void check_rows(const T &, int64_t) {} // not cut: the program's own
+template <typename Data, typename Target>
+void check_rows(const torch::data::Example<Data, Target> &batch, int64_t rows) {
+  check_rows(batch.data, rows);
+  check_rows(batch.target, rows);
+}
+template <typename First, typename Second>
+void check_rows(const std::pair<First, Second> &batch, int64_t rows) {
+  check_rows(batch.first, rows);
+  check_rows(batch.second, rows);
+}
+template <typename... Items> void check_rows(const std::tuple<Items...> &batch, int64_t rows) {
+  std::apply([&](const auto &...item) { (check_rows(item, rows), ...); }, batch);
+}
+template <typename T> void check_rows(const std::vector<T> &batch, int64_t rows) {
+  for (const auto &item : batch) {
+    check_rows(item, rows);
+  }
+}
+
 template <typename First, typename Second>
 std::pair<First, Second> to_device(std::pair<First, Second> batch, const torch::Device &device) {
   return {to_device(std::move(batch.first), device), to_device(std::move(batch.second), device)};
@@ -471,6 +498,7 @@ private:
     if constexpr (kSampleList) {
       return BatchType(batch.begin() + begin, batch.begin() + end);
     } else {
+      detail::check_rows(batch, detail::rows_of(batch));
       return detail::slice_rows(batch, begin, end);
     }
   }
@@ -610,8 +638,10 @@ private:
     // Rows [r*B/N, (r+1)*B/N): equal parts when N divides B, one row more for the first
     // processes otherwise (detail::row_range_of_process).
     bool repeated = false;
-    const auto range = detail::row_range_of_process(detail::rows_of(whole), context_->rank,
-                                                    context_->world_size, repeated);
+    const int64_t rows = detail::rows_of(whole);
+    detail::check_rows(whole, rows);
+    const auto range =
+        detail::row_range_of_process(rows, context_->rank, context_->world_size, repeated);
     return detail::to_device(detail::slice_rows(whole, range.first, range.second),
                              context_->device);
   }
