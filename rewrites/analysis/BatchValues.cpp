@@ -8,6 +8,7 @@
 #include "support/Mutation.h"
 
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -48,8 +49,29 @@ int64_t literalArg(llvm::ArrayRef<const Expr *> Args, size_t Index) {
   return Literal ? Literal->getValue().getSExtValue() : -1;
 }
 
+/// Whether the options among Arguments weigh classes or ignore some (`weight(w)`,
+/// `ignore_index(k)` of CrossEntropyLoss's or NLLLoss's options).
+bool weighsClasses(const Stmt *Arguments) {
+  bool Found = false;
+  forEachStmt(Arguments, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+    const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+    if (Found || !Method || !Method->getDeclName().isIdentifier() ||
+        !Method->getParent()->getDeclName().isIdentifier()) {
+      return;
+    }
+    llvm::StringRef Class = Method->getParent()->getName();
+    Found = (Method->getName() == "weight" || Method->getName() == "ignore_index") &&
+            (Class.starts_with("CrossEntropy") || Class.starts_with("NLLLoss")) &&
+            Class.ends_with("Options");
+  });
+  return Found;
+}
+
 /// What a loss computes, from the reduction named among its arguments or options: a sum
-/// (Reduction::Sum, torch::kSum), a value per sample (None, kNone), else the default mean.
+/// (Reduction::Sum, torch::kSum), a value per sample (None, kNone), else the default mean,
+/// unless classes are weighed: that mean divides by the weights of the batch's targets, which
+/// no rule combines.
 BatchValue lossReduction(const Stmt *Arguments) {
   BatchValue Found = BatchValue::Mean;
   forEachStmt(Arguments, [&](const Stmt *S) {
@@ -64,7 +86,7 @@ BatchValue lossReduction(const Stmt *Arguments) {
       Found = BatchValue::PerSample;
     }
   });
-  return Found;
+  return Found == BatchValue::Mean && weighsClasses(Arguments) ? BatchValue::Unknown : Found;
 }
 
 /// A loss function of LibTorch's (torch::nn::functional::mse_loss, torch::cross_entropy_loss,
@@ -170,6 +192,103 @@ BatchValue quotient(BatchValue A, BatchValue B) {
   return BatchValue::Unknown;
 }
 
+/// std::vector<torch::data::Example<...>>: the samples of one batch.
+bool isExampleList(QualType Type) {
+  const auto *List = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
+      Type.getNonReferenceType()->getAsCXXRecordDecl());
+  if (!List || List->getQualifiedNameAsString() != "std::vector" ||
+      List->getTemplateArgs().size() < 1 ||
+      List->getTemplateArgs()[0].getKind() != TemplateArgument::Type) {
+    return false;
+  }
+  const auto *Element = List->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
+  return Element && Element->getQualifiedNameAsString() == "torch::data::Example";
+}
+
+/// Whether E is a comparison of tensors (`pred.eq(target)`, `x > 0`), as a mask of samples.
+bool isMask(const Expr *E, int Depth) {
+  E = E ? spelled(E) : nullptr;
+  if (!E || Depth > MaxDepth) {
+    return false;
+  }
+  if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(E)) {
+    OverloadedOperatorKind Kind = Operator->getOperator();
+    return Kind == OO_EqualEqual || Kind == OO_ExclaimEqual || Kind == OO_Less ||
+           Kind == OO_Greater || Kind == OO_LessEqual || Kind == OO_GreaterEqual;
+  }
+  if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E)) {
+    llvm::StringRef Method = tensorMethod(Call);
+    if (Method == "eq" || Method == "ne" || Method == "gt" || Method == "lt" || Method == "ge" ||
+        Method == "le") {
+      return true;
+    }
+    return (Method == "to" || Method == "toType" || Method == "float" || Method == "double" ||
+            Method == "detach" || Method == "type_as") &&
+           isMask(Call->getImplicitObjectArgument(), Depth + 1);
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    return Var && Var->hasLocalStorage() && !isa<ParmVarDecl>(Var) &&
+           isMask(Var->getInit(), Depth + 1);
+  }
+  return false;
+}
+
+/// Whether E counts the batch's samples: its size (`x.size(0)`, `numel()`), a mask's sum
+/// (`mask.sum()`), or a local variable holding one.
+bool countsSamples(const Expr *E, int Depth) {
+  E = E ? spelled(E) : nullptr;
+  if (!E || Depth > MaxDepth) {
+    return false;
+  }
+  if (const auto *Cast = dyn_cast<ExplicitCastExpr>(E)) {
+    return countsSamples(Cast->getSubExpr(), Depth + 1);
+  }
+  if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E)) {
+    llvm::StringRef Method = tensorMethod(Call);
+    // A tensor's size or numel, or a batch's that is a list of samples (`batch.size()`).
+    const CXXMethodDecl *Declared = Call->getMethodDecl();
+    if (Method == "size" || Method == "numel" ||
+        (Declared && Declared->getDeclName().isIdentifier() && Declared->getName() == "size" &&
+         isExampleList(Call->getImplicitObjectArgument()->getType()))) {
+      return true;
+    }
+    if (Method == "sum") {
+      return isMask(Call->getImplicitObjectArgument(), Depth + 1);
+    }
+    return (Method == "item" || Method == "to" || Method == "float" || Method == "double" ||
+            Method == "toType" || Method == "detach" || Method == "cpu") &&
+           countsSamples(Call->getImplicitObjectArgument(), Depth + 1);
+  }
+  if (const auto *Call = dyn_cast<CallExpr>(E)) {
+    const std::string Name = qualifiedName(Call->getDirectCallee());
+    return (Name == "torch::sum" || Name == "at::sum") && Call->getNumArgs() >= 1 &&
+           isMask(Call->getArg(0), Depth + 1);
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (!Var || !Var->hasLocalStorage() || isa<ParmVarDecl>(Var)) {
+      return false;
+    }
+    auto Values = assignedValues(Var);
+    return (Var->getInit() || !Values.empty()) &&
+           (!Var->getInit() || declaredEmpty(Var) || countsSamples(Var->getInit(), Depth + 1)) &&
+           llvm::all_of(Values, [&](const Expr *V) { return countsSamples(V, Depth + 1); });
+  }
+  return false;
+}
+
+/// Dividend / Divisor: a sum over the batch divided by a count of its samples is a mean; by
+/// another sum (R² as `1 - ss_res / ss_tot`) it is a ratio no rule combines.
+BatchValue division(const Expr *Dividend, const Expr *Divisor, ASTContext &Ctx, int Depth) {
+  BatchValue A = classifyBatchValue(Dividend, Ctx, Depth);
+  BatchValue B = classifyBatchValue(Divisor, Ctx, Depth);
+  if (A == BatchValue::Sum && B == BatchValue::Sum && !countsSamples(Divisor, 0)) {
+    return BatchValue::Unknown;
+  }
+  return quotient(A, B);
+}
+
 BatchValue sumOf(BatchValue A, BatchValue B) {
   if (A == B) {
     return A;
@@ -209,6 +328,18 @@ BatchValue arithmetic(BinaryOperatorKind Op, BatchValue A, BatchValue B) {
   }
 }
 
+/// Whether E reads a local variable that a change reaches (a loop counter `i` stepped by the
+/// loop): its initializer does not say what E is.
+bool readsChangedVariable(const Expr *E, ASTContext &Ctx) {
+  bool Changed = false;
+  forEachStmt(E, [&](const Stmt *S) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    Changed = Changed || (Var && Var->hasLocalStorage() && changeReaches(Var, Ref, Ctx));
+  });
+  return Changed;
+}
+
 BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Method, ASTContext &Ctx,
                             int Depth) {
   auto Args = writtenArgs(Call);
@@ -224,7 +355,18 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
     return Object();
   }
   if (Object() == BatchValue::Constant) {
-    return BatchValue::Constant; // what is the same everywhere stays so (g.pow(2).sum())
+    // What is the same everywhere stays so (g.pow(2).sum()), unless an argument is not:
+    // `X.slice(0, i, i + bs)` of data every process holds whole is this process's batch
+    // once the loop over i is sharded.
+    if (llvm::all_of(Args, [&](const Expr *Arg) {
+          return classifyBatchValue(Arg, Ctx, Depth) == BatchValue::Constant &&
+                 !readsChangedVariable(Arg, Ctx);
+        })) {
+      return BatchValue::Constant;
+    }
+    return Method == "slice" || Method == "narrow" || Method == "index_select" || Method == "index"
+               ? BatchValue::PerSample
+               : BatchValue::Unknown;
   }
   if (Object() == BatchValue::Row) {
     // A sum, mean or maximum of one sample's values is still that sample's.
@@ -303,6 +445,25 @@ bool isScalarType(QualType Type) {
   const auto *Record = Type.getNonReferenceType()->getAsCXXRecordDecl();
   return Record && Record->getQualifiedNameAsString() == "c10::Scalar";
 }
+
+/// The variable of a range-for over a module's parameters (`for (auto &p :
+/// model->parameters())`).
+bool iteratesModuleParameters(const VarDecl *Var, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(*Var);
+  const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+  const CXXForRangeStmt *Loop = nullptr;
+  if (Declaration) {
+    auto Up = Ctx.getParents(*Declaration);
+    Loop = Up.empty() ? nullptr : Up[0].get<CXXForRangeStmt>();
+  }
+  if (!Loop || Loop->getLoopVariable() != Var) {
+    return false;
+  }
+  const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(spelled(Loop->getRangeInit()));
+  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+  return Method && Method->getDeclName().isIdentifier() && Method->getName() == "parameters" &&
+         Method->getParent()->getQualifiedNameAsString() == "torch::nn::Module";
+}
 } // namespace
 
 BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
@@ -340,6 +501,9 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     return classifyBatchValue(Unary->getSubExpr(), Ctx, Depth);
   }
   if (const auto *Binary = dyn_cast<BinaryOperator>(E)) {
+    if (Binary->getOpcode() == BO_Div) {
+      return division(Binary->getLHS(), Binary->getRHS(), Ctx, Depth);
+    }
     return arithmetic(Binary->getOpcode(), classifyBatchValue(Binary->getLHS(), Ctx, Depth),
                       classifyBatchValue(Binary->getRHS(), Ctx, Depth));
   }
@@ -378,6 +542,9 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
                               : Kind == OO_Plus  ? BO_Add
                               : Kind == OO_Minus ? BO_Sub
                                                  : BO_Comma;
+      if (Op == BO_Div) {
+        return division(Operator->getArg(0), Operator->getArg(1), Ctx, Depth);
+      }
       if (Op != BO_Comma) {
         return arithmetic(Op, classifyBatchValue(Operator->getArg(0), Ctx, Depth),
                           classifyBatchValue(Operator->getArg(1), Ctx, Depth));
@@ -394,6 +561,14 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
         Method && isScalarType(Member->getImplicitObjectArgument()->getType()) &&
         Method->getDeclName().isIdentifier() && Method->getName().starts_with("to")) {
       return classifyBatchValue(Member->getImplicitObjectArgument(), Ctx, Depth);
+    }
+    // A batch of a loader without Stack is a std::vector of its samples (Examples): its
+    // size() is the batch's size.
+    if (const CXXMethodDecl *Method = Member->getMethodDecl();
+        Method && Method->getDeclName().isIdentifier() && Method->getName() == "size" &&
+        Member->getNumArgs() == 0 &&
+        isExampleList(Member->getImplicitObjectArgument()->getType())) {
+      return BatchValue::Sum;
     }
     const ValueDecl *Object = calledObject(Member->getImplicitObjectArgument());
     if (Object && isLossModuleType(Object->getType())) {
@@ -439,6 +614,11 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
   }
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && iteratesModuleParameters(Var, Ctx)) {
+      // A parameter of a model (`for (auto &p : model->parameters()) l2 += p.pow(2).sum();`,
+      // a penalty): the same on every process, as the prepared model is.
+      return BatchValue::Constant;
+    }
     if (Var && Var->isLocalVarDecl() && !isa<ParmVarDecl>(Var)) {
       if (!declaredEmpty(Var)) {
         // A tensor given a first value and then changed (`torch::Tensor loss = zeros({});`,
@@ -528,6 +708,50 @@ bool TensorOrigins::fromTensors(const Expr *E, int Depth) {
 }
 
 } // namespace
+
+bool averagesOverClassWeights(const Expr *Loss, ASTContext &Ctx, int Depth) {
+  if (!Loss || Depth > MaxDepth) {
+    return false;
+  }
+  const Expr *E = spelled(Loss);
+  // Where the options are: a loss function's arguments, a loss module's initializer.
+  const Stmt *Options = nullptr;
+  if (const auto *Call = dyn_cast<CallExpr>(E)) {
+    const ValueDecl *Module = nullptr;
+    if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Call);
+        Operator && Operator->getOperator() == OO_Call && Operator->getNumArgs() >= 1) {
+      Module = calledObject(Operator->getArg(0));
+    } else if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
+      Module = calledObject(Member->getImplicitObjectArgument());
+    }
+    if (Module && isLossModuleType(Module->getType())) {
+      const auto *Var = dyn_cast<VarDecl>(Module);
+      const auto *Field = dyn_cast<FieldDecl>(Module);
+      Options = Var ? Var->getInit() : Field ? Field->getInClassInitializer() : nullptr;
+    } else if (isLossFunction(Call->getDirectCallee())) {
+      Options = Call;
+    }
+  }
+  if (Options) {
+    return lossReduction(Options) == BatchValue::Unknown && weighsClasses(Options);
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (!Var || !Var->hasLocalStorage() || isa<ParmVarDecl>(Var)) {
+      return false;
+    }
+    if (averagesOverClassWeights(Var->getInit(), Ctx, Depth + 1)) {
+      return true;
+    }
+    return llvm::any_of(assignedValues(Var), [&](const Expr *Value) {
+      return averagesOverClassWeights(Value, Ctx, Depth + 1);
+    });
+  }
+  // `loss / accum`, `ce + 0.1 * penalty`: any part.
+  return llvm::any_of(E->children(), [&](const Stmt *Child) {
+    return averagesOverClassWeights(dyn_cast_or_null<Expr>(Child), Ctx, Depth + 1);
+  });
+}
 
 bool computedFromTensors(const Expr *E, const Stmt *FunctionBody) {
   return TensorOrigins{FunctionBody, {}}.fromTensors(E, 0);

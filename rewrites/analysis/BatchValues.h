@@ -42,6 +42,12 @@ enum class BatchValue {
 /// initializer, or, for one declared empty, every value assigned to it).
 BatchValue classifyBatchValue(const clang::Expr *E, clang::ASTContext &Ctx, int Depth = 0);
 
+/// Whether the loss Loss (followed through the local variables it is computed from) is a
+/// CrossEntropyLoss or NLLLoss averaged with class weights or an ignore_index: it divides by
+/// the weights of the batch's targets, so the mean of the processes' losses (and of their
+/// gradients) is not the global batch's.
+bool averagesOverClassWeights(const clang::Expr *Loss, clang::ASTContext &Ctx, int Depth = 0);
+
 /// Declared without a value: `torch::Tensor loss;`, `double last;`.
 bool declaredEmpty(const clang::VarDecl *Var);
 /// The values `Var = value` assigns in its function (a tensor's operator= too), in order.

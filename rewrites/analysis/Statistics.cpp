@@ -877,6 +877,11 @@ bool passedByConstReference(const DeclRefExpr *Ref, ASTContext &Ctx) {
   if (!Callee || isa<CXXOperatorCallExpr>(Call)) {
     return false;
   }
+  // std::make_pair and std::make_tuple take forwarding references, and copy.
+  if (const std::string Name = Callee->getQualifiedNameAsString();
+      Name == "std::make_pair" || Name == "std::make_tuple") {
+    return true;
+  }
   for (unsigned I = 0; I < Call->getNumArgs() && I < Callee->getNumParams(); ++I) {
     if (Call->getArg(I) == Argument) {
       const QualType Type = Callee->getParamDecl(I)->getType();
@@ -887,10 +892,57 @@ bool passedByConstReference(const DeclRefExpr *Ref, ASTContext &Ctx) {
 }
 } // namespace
 
+namespace {
+/// Whether Ref's value goes into a tensor that a backward call of its function differentiates
+/// (`l2` in `auto loss = mse + 0.1 * l2.sqrt(); loss.backward();`), directly or through a few
+/// local variables.
+bool feedsBackward(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Ref), Ctx);
+  if (!Function || !Function->getBody()) {
+    return false;
+  }
+  llvm::SmallVector<const Expr *, 4> Reaching;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+      if (isBackwardCall(Member) || isMethodCall(Member, "accelerate::Accelerator", "backward")) {
+        Reaching.push_back(isBackwardCall(Member) ? Member->getImplicitObjectArgument()
+                                                  : Member->getArg(0));
+      }
+    } else if (const auto *Call = dyn_cast<CallExpr>(S); Call && isBackwardCall(Call)) {
+      llvm::append_range(Reaching, Call->arguments());
+    }
+  });
+  llvm::SmallPtrSet<const VarDecl *, 8> Followed;
+  for (size_t I = 0; I < Reaching.size() && I < 32; ++I) {
+    bool Found = false;
+    forEachStmt(Reaching[I], [&](const Stmt *S) {
+      Found = Found || S == Ref;
+      const auto *Named = dyn_cast<DeclRefExpr>(S);
+      const auto *Var = Named ? dyn_cast<VarDecl>(Named->getDecl()) : nullptr;
+      if (!Var || !Var->hasLocalStorage() || !Followed.insert(Var).second) {
+        return;
+      }
+      if (Var->getInit()) {
+        Reaching.push_back(Var->getInit());
+      }
+      llvm::append_range(Reaching, assignedValues(Var));
+    });
+    if (Found) {
+      return true;
+    }
+  }
+  return false;
+}
+} // namespace
+
 bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Read) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-  auto Parents = Ctx.getParents(*Ref);
-  const auto *Value = Parents.empty() ? nullptr : Parents[0].get<ImplicitCastExpr>();
+  // In a braced list (`return Stats{loss_sum, seen};`) the name has two parents, the list's
+  // written form and the conversion of its semantic form.
+  const ImplicitCastExpr *Value = nullptr;
+  for (const DynTypedNode &Parent : Ctx.getParents(*Ref)) {
+    Value = Value ? Value : Parent.get<ImplicitCastExpr>();
+  }
   // A value read is an lvalue-to-rvalue conversion (for a tensor, a use of its value), or a
   // number bound to a const reference; updates, resets and other references are not.
   const bool Reads =
@@ -898,6 +950,11 @@ bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Rea
                                : (Value && Value->getCastKind() == CK_LValueToRValue) ||
                                      passedByConstReference(Ref, Ctx));
   if (!Reads || insideOwnUpdate(Ref, Ctx)) {
+    return false;
+  }
+  // A tensor the loss is computed from (a penalty summed over the parameters) is no printed
+  // statistic, and accelerator.reduce would cut the gradient's path through it.
+  if (isTensorVar(Var) && feedsBackward(Ref, Ctx)) {
     return false;
   }
   for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Ref), Ctx)) {
@@ -1148,37 +1205,103 @@ const VarDecl *streamedInto(const Stmt *S) {
 
 /// Whether Arg, an argument of S, a call of a function of the main file, is the value of a
 /// parameter the function prints and never changes (`log_step(step, loss.item<double>())`).
+/// The call operator of a lambda expression, or of the lambda a local variable is initialised
+/// with, as it is (`auto report = [&](...) {...};`) or in a std::function
+/// (`std::function<void(int, double)> report = [&](...) {...};`); null for anything else.
+const FunctionDecl *lambdaOf(const Expr *E) {
+  if (const VarDecl *Var = namedVar(E)) {
+    E = Var->hasLocalStorage() && !isa<ParmVarDecl>(Var) ? Var->getInit() : nullptr;
+  }
+  for (int Depth = 0; E && Depth < 6; ++Depth) {
+    E = E->IgnoreImplicit();
+    if (const auto *Lambda = dyn_cast<LambdaExpr>(E)) {
+      return Lambda->getCallOperator();
+    }
+    const auto *Construct = dyn_cast<CXXConstructExpr>(E);
+    E = Construct && Construct->getNumArgs() == 1 ? Construct->getArg(0) : nullptr;
+  }
+  return nullptr;
+}
+
+/// The call operators of the lambdas a call `report(step, value)` may call: the lambda the
+/// variable holds, or for a parameter (`const std::function<void(int, double)> &report`) the
+/// lambdas every call of its function passes. Empty when any of them cannot be told.
+llvm::SmallVector<const FunctionDecl *, 2> calledLambdas(const CXXOperatorCallExpr *Call,
+                                                         ASTContext &Ctx) {
+  llvm::SmallVector<const FunctionDecl *, 2> Lambdas;
+  if (Call->getOperator() != OO_Call || Call->getNumArgs() == 0) {
+    return Lambdas;
+  }
+  const VarDecl *Var = namedVar(Call->getArg(0));
+  const auto *Param = dyn_cast_or_null<ParmVarDecl>(Var);
+  if (!Param) {
+    if (const FunctionDecl *Lambda = lambdaOf(Call->getArg(0))) {
+      Lambdas.push_back(Lambda);
+    }
+    return Lambdas;
+  }
+  const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
+  const unsigned Index = Param->getFunctionScopeIndex();
+  for (const CallExpr *Passing :
+       Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>()) {
+    const FunctionDecl *Lambda =
+        Index < Passing->getNumArgs() ? lambdaOf(Passing->getArg(Index)) : nullptr;
+    if (!Lambda) {
+      return {};
+    }
+    Lambdas.push_back(Lambda);
+  }
+  return Lambdas;
+}
+
+/// Whether Param of Definition (a function of the main file) is printed there and never
+/// changed.
+bool printsParameter(const FunctionDecl *Definition, const ParmVarDecl *Param, ASTContext &Ctx,
+                     int Hops) {
+  const QualType Type = Param->getType();
+  if (Type->isReferenceType() && !Type.getNonReferenceType().isConstQualified()) {
+    return false;
+  }
+  bool Printed = false, Changed = false;
+  forEachStmt(Definition->getBody(), [&](const Stmt *Child) {
+    const auto *Use = dyn_cast<DeclRefExpr>(Child);
+    if (Use && Use->getDecl() == Param) {
+      Changed = Changed || changesWhatItNames(Use, Ctx);
+      Printed = Printed || printedUncombined(Use, Ctx, false, Hops + 1);
+    }
+  });
+  return Printed && !Changed;
+}
+
 bool passedToPrintedParameter(const Stmt *S, const Stmt *Arg, ASTContext &Ctx, int Hops) {
   const auto *Call = dyn_cast_or_null<CallExpr>(S);
-  if (!Call || isa<CXXOperatorCallExpr>(Call)) {
+  if (!Call) {
     return false;
   }
-  const FunctionDecl *Callee = Call->getDirectCallee();
-  const FunctionDecl *Definition = nullptr;
-  if (!Callee || !Callee->hasBody(Definition) ||
-      !Ctx.getSourceManager().isWrittenInMainFile(Definition->getLocation())) {
+  // A lambda's call (argument 0 is the lambda, or the std::function holding it): printed when
+  // every lambda it may call prints the value.
+  const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Call);
+  llvm::SmallVector<const FunctionDecl *, 2> Callees;
+  if (Operator) {
+    Callees = calledLambdas(Operator, Ctx);
+  } else if (Call->getDirectCallee()) {
+    Callees.push_back(Call->getDirectCallee());
+  }
+  const unsigned First = Operator ? 1 : 0;
+  unsigned Index = First;
+  while (Index < Call->getNumArgs() && Call->getArg(Index) != Arg) {
+    ++Index;
+  }
+  if (Callees.empty() || Index == Call->getNumArgs()) {
     return false;
   }
-  for (unsigned I = 0; I < Call->getNumArgs() && I < Definition->getNumParams(); ++I) {
-    if (Call->getArg(I) != Arg) {
-      continue;
-    }
-    const ParmVarDecl *Param = Definition->getParamDecl(I);
-    const QualType Type = Param->getType();
-    if (Type->isReferenceType() && !Type.getNonReferenceType().isConstQualified()) {
-      return false;
-    }
-    bool Printed = false, Changed = false;
-    forEachStmt(Definition->getBody(), [&](const Stmt *Child) {
-      const auto *Use = dyn_cast<DeclRefExpr>(Child);
-      if (Use && Use->getDecl() == Param) {
-        Changed = Changed || changesWhatItNames(Use, Ctx);
-        Printed = Printed || printedUncombined(Use, Ctx, false, Hops + 1);
-      }
-    });
-    return Printed && !Changed;
-  }
-  return false;
+  return llvm::all_of(Callees, [&](const FunctionDecl *Callee) {
+    const FunctionDecl *Definition = nullptr;
+    return Callee->hasBody(Definition) &&
+           Ctx.getSourceManager().isWrittenInMainFile(Definition->getLocation()) &&
+           Index - First < Definition->getNumParams() &&
+           printsParameter(Definition, Definition->getParamDecl(Index - First), Ctx, Hops);
+  });
 }
 
 /// Whether Value is printed to stdout (printf, puts, std::cout <<, the accelerator's print,
@@ -1224,8 +1347,8 @@ bool printedUncombined(const Stmt *Value, ASTContext &Ctx, bool PartOfValue, int
 
 bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &Op) {
   const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-  if (!Var || !Var->isLocalVarDecl() || !Var->getType()->isArithmeticType() || !Var->getInit() ||
-      !nearestBatchLoopIsSharded(Ref, Ctx)) {
+  if (!Var || !Var->isLocalVarDecl() || !(Var->getType()->isArithmeticType() || isTensorVar(Var)) ||
+      !Var->getInit() || !nearestBatchLoopIsSharded(Ref, Ctx)) {
     return false;
   }
   auto Parents = Ctx.getParents(*Var);
@@ -1233,8 +1356,10 @@ bool printsBatchValueCopy(const DeclRefExpr *Ref, ASTContext &Ctx, std::string &
   const Stmt *Scope =
       Declaration ? innermostLoop(DynTypedNode::create(*Declaration), Ctx) : nullptr;
   // The copy is this iteration's: declared in the sharded loop, never changed after.
+  // A tensor is printed itself, or through tensor operations (`torch::sqrt(loss)`), not as
+  // the object of an item() that printsBatchValue combines.
   if (!Declaration || !nearestBatchLoopIsSharded(Declaration, Ctx) || !Scope ||
-      changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, false)) {
+      changedInside(Var, Scope, Ctx) || !printedUncombined(Ref, Ctx, isTensorVar(Var))) {
     return false;
   }
   Op = combinationOf(classifyBatchValue(Var->getInit(), Ctx));
@@ -1268,7 +1393,9 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   // sample's value (`x[0].item()`) is nothing to combine: the main process prints its own.
   const BatchValue Kind = classifyBatchValue(Item, Ctx);
   Op = combinationOf(Kind);
-  if (Kind == BatchValue::Unknown && Unclear) {
+  // A number taken from a tensor whose values the classification lost track of
+  // (`torch::sqrt(loss).item<float>()`) is as unclear as one it cannot tell.
+  if ((Kind == BatchValue::Unknown || Kind == BatchValue::PerSample) && Unclear) {
     *Unclear = true;
   }
   return !Op.empty();

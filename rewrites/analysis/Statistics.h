@@ -75,7 +75,8 @@ bool printsBatchValue(const clang::CXXMemberCallExpr *Item, clang::ASTContext &C
                       bool *Unclear = nullptr);
 
 /// printsBatchValue for a local copy made in the same iteration and never changed
-/// (`float l = loss.item<float>(); ... printf("%f", l)`): Ref is the printed copy.
+/// (`float l = loss.item<float>(); ... printf("%f", l)`), or a tensor printed whole
+/// (`std::cout << loss`): Ref is the printed copy.
 bool printsBatchValueCopy(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx, std::string &Op);
 
 /// A value of this process's batch (a loss, a count; BatchValues.h) handed inside the sharded

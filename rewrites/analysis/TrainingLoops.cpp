@@ -252,6 +252,35 @@ std::string shardingProblem(const VarDecl *Loader) {
   return "";
 }
 
+namespace {
+/// The argument a call passes for parameter Index of Function: the calls of the file
+/// (callsInMainFile), and for a lambda's call operator the calls of the lambda in the
+/// function that holds it (`accuracy("train", *loader)`), whose argument 0 is the lambda.
+llvm::SmallVector<const Expr *, 2> argumentsPassed(const FunctionDecl *Function, unsigned Index,
+                                                   ASTContext &Ctx) {
+  llvm::SmallVector<const Expr *, 2> Passed;
+  for (const CallExpr *Call : callsInMainFile(Function, Ctx)) {
+    if (Index < Call->getNumArgs()) {
+      Passed.push_back(Call->getArg(Index));
+    }
+  }
+  const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+  if (!Method || !Method->getParent()->isLambda()) {
+    return Passed;
+  }
+  const auto *Holder = dyn_cast_or_null<FunctionDecl>(
+      Method->getParent()->getDeclContext()->getNonClosureAncestor());
+  forEachStmt(Holder ? Holder->getBody() : nullptr, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
+    if (Call && Call->getOperator() == OO_Call && Call->getDirectCallee() == Function &&
+        Index + 1 < Call->getNumArgs()) {
+      Passed.push_back(Call->getArg(Index + 1));
+    }
+  });
+  return Passed;
+}
+} // namespace
+
 bool isShardedLoader(const VarDecl *Var, ASTContext &Ctx, int Depth) {
   if (!Var || Depth > 4) {
     return false;
@@ -262,15 +291,12 @@ bool isShardedLoader(const VarDecl *Var, ASTContext &Ctx, int Depth) {
   if (const auto *Param = dyn_cast<ParmVarDecl>(Var)) {
     // A parameter: sharded when a call in this file passes a sharded loader to it.
     const auto *Function = dyn_cast<FunctionDecl>(Param->getDeclContext());
-    unsigned Index = Param->getFunctionScopeIndex();
-    for (const CallExpr *Call :
-         Function ? callsInMainFile(Function, Ctx) : llvm::ArrayRef<const CallExpr *>()) {
-      if (Index < Call->getNumArgs() &&
-          isShardedLoader(namedVar(Call->getArg(Index)), Ctx, Depth + 1)) {
-        return true;
-      }
+    if (!Function) {
+      return false;
     }
-    return false;
+    return llvm::any_of(
+        argumentsPassed(Function, Param->getFunctionScopeIndex(), Ctx),
+        [&](const Expr *Argument) { return isShardedLoader(namedVar(Argument), Ctx, Depth + 1); });
   }
   // Already ported: auto loader = accelerator.prepare_data_loader<...>(...).
   const Expr *Init = Var->getInit() ? spelled(Var->getInit()) : nullptr;
@@ -283,12 +309,9 @@ bool receivesUnshardedLoaderToo(const VarDecl *Var, ASTContext &Ctx) {
   if (!Function) {
     return false;
   }
-  unsigned Index = Param->getFunctionScopeIndex();
   bool Sharded = false, Whole = false;
-  for (const CallExpr *Call : callsInMainFile(Function, Ctx)) {
-    if (Index < Call->getNumArgs()) {
-      (isShardedLoader(namedVar(Call->getArg(Index)), Ctx) ? Sharded : Whole) = true;
-    }
+  for (const Expr *Argument : argumentsPassed(Function, Param->getFunctionScopeIndex(), Ctx)) {
+    (isShardedLoader(namedVar(Argument), Ctx) ? Sharded : Whole) = true;
   }
   return Sharded && Whole;
 }

@@ -82,6 +82,37 @@ std::string lossText(const CallExpr *Backward, const Expr *Loss, std::string Wri
   return (Simple ? Written : "(" + Written + ")") + " * accelerator.num_processes()";
 }
 
+/// Whether Backward differentiates a class-weighted mean (BatchValues.h) of a batch that each
+/// process computes on its own part of.
+bool weighsClassesOfShardedBatches(const CallExpr *Backward, ASTContext &Ctx) {
+  const LoopPlan *Plan =
+      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  if (!Plan || !Plan->sound() || !Plan->Loader) {
+    return false;
+  }
+  const Expr *Loss = nullptr;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Backward)) {
+    Loss = Member->getImplicitObjectArgument();
+  } else if (Backward->getNumArgs() > 0) {
+    Loss = singleElement(Backward->getArg(0));
+  }
+  return Loss && averagesOverClassWeights(Loss, Ctx);
+}
+
+/// The tensor a backward call (`loss.backward()`) differentiates, when it is a class-weighted
+/// mean of batches each process computes on its own part of.
+AST_MATCHER(Expr, differentiatedClassWeighted) {
+  ASTContext &Ctx = Finder->getASTContext();
+  auto Parents = Ctx.getParents(Node);
+  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
+  const CXXMemberCallExpr *Call = nullptr;
+  if (Member) {
+    auto Up = Ctx.getParents(*Member);
+    Call = Up.empty() ? nullptr : Up[0].get<CXXMemberCallExpr>();
+  }
+  return Call && isBackwardCall(Call) && weighsClassesOfShardedBatches(Call, Ctx);
+}
+
 std::optional<std::string> replacement(const MatchResult &Match) {
   const auto *Call = Match.Nodes.getNodeAs<CallExpr>("call");
   ASTContext &Ctx = *Match.Context;
@@ -185,8 +216,20 @@ Rule makeBackwardRule() {
     }
     return Result;
   });
+  // The warning for a class-weighted loss is the loss's (the call itself is rewritten, and a
+  // warning finding of the call's would drop its edit).
+  auto WeightedLoss = makeRule(
+      expr(inUserCode(), differentiatedClassWeighted()).bind("loss"), noEdits(),
+      warn("loss", "this loss is averaged with class weights (or an ignore_index), so it "
+                   "divides by the weights of this process's targets, not of the global "
+                   "batch's: the averaged gradient, and the loss accel-reduce would print, "
+                   "differ a little from the original's (as under PyTorch's DDP). For the "
+                   "original's exactly, make the loss's reduction kSum and divide it by "
+                   "accelerator.reduce(weight.index_select(0, target).sum(), \"sum\"), times "
+                   "accelerator.num_processes()"));
   return applyFirst<Finding>(
-      {makeRule(callExpr(Backward, beforePrepare()), noEdits(),
+      {WeightedLoss,
+       makeRule(callExpr(Backward, beforePrepare()), noEdits(),
                 explain("call", "this backward runs before prepare (a demonstration such as a "
                                 "gradient check): left as written, no setting applies yet")),
        makeRule(callExpr(Backward, forFunction(acceleratorFunction())), Edits, Rewrite),

@@ -16,6 +16,7 @@
 #include "analysis/TrainingLoops.h"
 #include "analysis/TrainingPlan.h"
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 #include "support/RuleBuilders.h"
 #include "support/SourceRanges.h"
 #include "support/Templates.h"
@@ -160,7 +161,10 @@ Rule makeReduceRule() {
     const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("copy");
     std::string Op;
     printsBatchValueCopy(Ref, *Match.Context, Op);
-    return reduceCall(Ref->getDecl()->getName(), Op);
+    // A tensor (`std::cout << loss`) is combined as a copy cut from the graph: it prints the
+    // same.
+    const bool Tensor = isTensorType(cast<VarDecl>(Ref->getDecl())->getType());
+    return reduceCall(Ref->getDecl()->getName().str() + (Tensor ? ".detach()" : ""), Op);
   };
   auto PrintedCopyRule =
       makeRule(PrintedCopy, changeTo(node("copy"), run(PrintedCopyText)),

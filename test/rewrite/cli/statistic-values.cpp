@@ -1,0 +1,175 @@
+// accel-reduce, what a value is (found in outside programs, each once silently wrong): sums
+// returned in a struct or a pair are combined each by its own rule; a loss tensor printed
+// whole shows the global batch's; a function of the loss taken as a number
+// (`torch::sqrt(loss).item<float>()`) is warned about; a penalty summed over the model's
+// parameters is no statistic (accelerator.reduce would cut its gradient); rows cut by a
+// counter from data every process holds whole (`torch::linspace`) are this process's batch;
+// a class-weighted CrossEntropyLoss is warned about, its step still rewritten; a batch value
+// handed to a lambda that prints it is combined at the call, as for a helper function; a
+// generic lambda that evaluates the loader it is given counts over the sharded loader; a
+// ratio of two sums that is no mean (R²) is warned about; the size() of a batch that is a
+// std::vector of samples counts them.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
+// RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
+// RUN: FileCheck %s --check-prefix=CHECK-FIXES --input-file=%t/out.cpp
+// RUN: FileCheck %s --check-prefix=CHECK-MESSAGES --input-file=%t/messages.txt \
+// RUN:   --implicit-check-not=warning:
+// RUN: %clangxx -fsyntax-only -Wall -Werror %torch_flags %torch_pch -I%runtime_include %t/out.cpp
+// RUN: %accel-rewrite %t/out.cpp -o %t/again.cpp -- %torch_flags -I%runtime_include 2>/dev/null
+// RUN: diff %t/out.cpp %t/again.cpp
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <cstdio>
+#include <iostream>
+#include <utility>
+#include <vector>
+
+using Data = torch::data::datasets::TensorDataset;
+using Stack = torch::data::transforms::Stack<torch::data::TensorExample>;
+
+struct Stats {
+  double loss;
+  int64_t seen;
+};
+
+template <typename Loader>
+Stats train_epoch(torch::nn::Linear &model, Loader &loader, torch::optim::SGD &opt) {
+  double loss_sum = 0.0;
+  int64_t seen = 0;
+  for (auto &batch : loader) {
+    opt.zero_grad();
+    torch::Tensor loss = model->forward(batch.data).pow(2).mean();
+    loss.backward();
+    opt.step();
+    loss_sum += loss.template item<double>() * batch.data.size(0);
+    seen += batch.data.size(0);
+    std::cout << "loss " << loss << " rmse " << torch::sqrt(loss) << "\n";
+    // CHECK-FIXES: accelerator.print() << "loss " << accelerator.reduce(loss.detach(), "mean") << " rmse " << torch::sqrt(accelerator.reduce(loss.detach(), "mean")) << "\n";
+    std::cout << "rmse " << torch::sqrt(loss).template item<float>() << "\n";
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:29: warning: this prints a value of this process's batch that accel-reduce cannot classify {{.*}} [accel-reduce]
+  }
+  auto pair = std::make_pair(loss_sum, seen);
+  // CHECK-FIXES: auto pair = std::make_pair(accelerator.reduce(loss_sum, "sum"), accelerator.reduce(seen, "sum"));
+  std::cout << pair.first / pair.second << "\n";
+  return Stats{loss_sum, seen};
+  // CHECK-FIXES: return Stats{accelerator.reduce(loss_sum, "sum"), accelerator.reduce(seen, "sum")};
+}
+
+// A callback handed in as a parameter: combined at its call when every lambda the callers
+// pass prints the value.
+template <typename Loader>
+void fit(torch::nn::Linear &model, Loader &loader, torch::optim::SGD &opt,
+         const std::function<void(int, double)> &on_step) {
+  int step = 0;
+  for (auto &batch : loader) {
+    opt.zero_grad();
+    auto loss = model->forward(batch.data).pow(2).mean();
+    loss.backward();
+    opt.step();
+    on_step(++step, loss.template item<double>());
+    // CHECK-FIXES: on_step(++step, accelerator.reduce(loss.template item<double>(), "mean"));
+  }
+}
+
+int main() {
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD opt(model->parameters(), 0.01);
+  auto loader = torch::data::make_data_loader(Data(torch::randn({16, 4})).map(Stack()), 4);
+  Stats s = train_epoch(model, *loader, opt);
+  std::cout << s.loss / s.seen << "\n";
+
+  // The textbook fit of y = 2x + 1 on a grid, cut by a counter, with a weight-norm penalty.
+  const int64_t n = 64, bs = 8;
+  auto X = torch::linspace(-1, 1, n).unsqueeze(1);
+  auto Y = 2 * X + 1;
+  torch::nn::Linear line(1, 1);
+  torch::optim::SGD sgd(line->parameters(), 0.1);
+  double total = 0;
+  int steps = 0;
+  for (int64_t i = 0; i < n; i += bs) {
+    auto x = X.slice(0, i, i + bs), y = Y.slice(0, i, i + bs);
+    auto mse = torch::mse_loss(line->forward(x), y);
+    auto l2 = torch::zeros({});
+    for (auto &p : line->parameters()) {
+      l2 = l2 + p.pow(2).sum();
+    }
+    auto loss = mse + 0.1 * l2.sqrt();
+    // CHECK-FIXES: auto loss = mse + 0.1 * l2.sqrt();
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+    total += mse.item<double>();
+    ++steps;
+  }
+  std::cout << "mse " << total / steps << "\n";
+  // CHECK-FIXES: accelerator.print() << "mse " << accelerator.reduce(total, "mean") / steps << "\n";
+
+  // Classes weighed: each process divides by its own targets' weights.
+  torch::nn::Linear classifier(4, 2);
+  torch::optim::SGD csgd(classifier->parameters(), 0.1);
+  torch::nn::CrossEntropyLoss criterion(
+      torch::nn::CrossEntropyLossOptions().weight(torch::tensor({1.0f, 4.0f})));
+  auto labelled = torch::data::make_data_loader(
+      Data(torch::randn({16, 4})).map(Stack()), 4);
+  for (auto &batch : *labelled) {
+    auto loss = criterion(classifier->forward(batch.data), batch.data.select(1, 0).gt(0).to(torch::kLong));
+    csgd.zero_grad();
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss is averaged with class weights (or an ignore_index){{.*}} [accel-backward]
+    // CHECK-FIXES: accelerator.backward(loss);
+    csgd.step();
+  }
+
+  std::function<void(int, double)> report = [&](int step, double value) {
+    std::cout << "step " << step << " loss " << value << "\n";
+  };
+  auto report_too = [&](int step, double value) { std::printf("%d %f\n", step, value); };
+  auto accuracy = [&](const char *name, auto &data) {
+    int64_t correct = 0, total = 0;
+    for (auto &batch : data) {
+      correct += classifier->forward(batch.data).argmax(1).eq(0).sum().template item<int64_t>();
+      total += batch.data.size(0);
+    }
+    std::cout << name << " " << correct << "/" << total << "\n";
+    // CHECK-FIXES: accelerator.print() << name << " " << accelerator.reduce(correct, "sum") << "/" << accelerator.reduce(total, "sum") << "\n";
+  };
+  int step = 0;
+  for (auto &batch : *labelled) {
+    auto loss = classifier->forward(batch.data).pow(2).mean();
+    csgd.zero_grad();
+    loss.backward();
+    csgd.step();
+    report(++step, loss.item<double>());
+    // CHECK-FIXES: report(++step, accelerator.reduce(loss.item<double>(), "mean"));
+    report_too(step, loss.item<double>());
+    // CHECK-FIXES: report_too(step, accelerator.reduce(loss.item<double>(), "mean"));
+    // A ratio of two sums over the batch that is no mean (R²): warned, not averaged.
+    auto ss_res = (classifier->forward(batch.data) - 1).pow(2).sum();
+    auto ss_tot = (batch.data - batch.data.mean()).pow(2).sum();
+    std::cout << "r2 " << (1 - ss_res / ss_tot).item<double>() << "\n";
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:27: warning: this prints a value of this process's batch that accel-reduce cannot classify {{.*}} [accel-reduce]
+  }
+  accuracy("train", *labelled);
+  fit(model, *loader, opt, report);
+
+  // A loader without Stack: a batch is a std::vector of its samples, and its size() counts them.
+  auto unstacked = torch::data::make_data_loader(Data(torch::randn({16, 4})), 4);
+  size_t samples = 0;
+  for (auto &batch : *unstacked) {
+    std::vector<torch::Tensor> rows;
+    for (auto &example : batch) {
+      rows.push_back(example.data);
+    }
+    auto loss = classifier->forward(torch::stack(rows)).pow(2).mean();
+    csgd.zero_grad();
+    loss.backward();
+    csgd.step();
+    samples += batch.size();
+  }
+  std::cout << "samples " << samples << "\n";
+  // CHECK-FIXES: accelerator.print() << "samples " << accelerator.reduce(samples, "sum") << "\n";
+}
