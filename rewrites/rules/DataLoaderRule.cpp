@@ -232,12 +232,12 @@ AST_MATCHER(DeclRefExpr, sizesSharedListOutsideItsLoop) {
   return false;
 }
 
-bool factoryTakesBatchSize(const CallExpr *Call, const DeclRefExpr *Argument, ASTContext &Ctx);
+bool factoryTakesBatchSize(const CallExpr *Call, const Expr *Argument, ASTContext &Ctx);
 
 /// Ref is a loader's batch size as written: the integer argument of make_data_loader (or
 /// prepare_data_loader), of DataLoaderOptions(...), or of .batch_size(...); or an argument of
 /// a loader factory that passes it on as one.
-bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
+bool setsBatchSize(const Expr *Ref, ASTContext &Ctx) {
   DynTypedNode Current = DynTypedNode::create(*Ref);
   for (int Depth = 0; Depth < 4; ++Depth) {
     auto Parents = Ctx.getParents(Current);
@@ -268,7 +268,7 @@ bool setsBatchSize(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return false;
 }
 
-bool factoryTakesBatchSize(const CallExpr *Call, const DeclRefExpr *Argument, ASTContext &Ctx) {
+bool factoryTakesBatchSize(const CallExpr *Call, const Expr *Argument, ASTContext &Ctx) {
   const FunctionDecl *Factory = Call->getDirectCallee();
   if (!Factory || !Factory->hasBody()) {
     return false;
@@ -287,9 +287,20 @@ bool factoryTakesBatchSize(const CallExpr *Call, const DeclRefExpr *Argument, AS
   return false;
 }
 
-/// A training loader's initializer in Function that takes Var as its batch size.
+/// Whether E names the setting: Var, or with Field, Var's member Field (`cfg.batch_size`).
+bool namesSetting(const Stmt *E, const VarDecl *Var, const FieldDecl *Field) {
+  if (!Field) {
+    const auto *Ref = dyn_cast<DeclRefExpr>(E);
+    return Ref && Ref->getDecl() == Var;
+  }
+  const auto *Member = dyn_cast<MemberExpr>(E);
+  return Member && Member->getMemberDecl() == Field && namedVar(Member->getBase()) == Var;
+}
+
+/// A training loader's initializer in Function that takes Var (or its member Field) as its
+/// batch size.
 bool feedsTrainingLoader(const VarDecl *Var, const FunctionDecl *Function, const Stmt *Except,
-                         ASTContext &Ctx) {
+                         ASTContext &Ctx, const FieldDecl *Field = nullptr) {
   bool Found = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     const auto *Decl = dyn_cast<DeclStmt>(S);
@@ -301,8 +312,8 @@ bool feedsTrainingLoader(const VarDecl *Var, const FunctionDecl *Function, const
       return;
     }
     forEachStmt(Loader->getInit(), [&](const Stmt *Child) {
-      const auto *Ref = dyn_cast<DeclRefExpr>(Child);
-      Found = Found || (Ref && Ref != Except && Ref->getDecl() == Var && setsBatchSize(Ref, Ctx));
+      Found = Found || (Child != Except && namesSetting(Child, Var, Field) &&
+                        setsBatchSize(cast<Expr>(Child), Ctx));
     });
   });
   return Found;
@@ -390,7 +401,7 @@ bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const De
 
 /// The arithmetic Ref is an operand of (through conversions): a BinaryOperator on numbers, or a
 /// tensor's operator (`loss.sum() / batch_size`, where the number becomes a c10::Scalar).
-const Expr *arithmeticOn(const DeclRefExpr *Ref, ASTContext &Ctx) {
+const Expr *arithmeticOn(const Expr *Ref, ASTContext &Ctx) {
   DynTypedNode Current = DynTypedNode::create(*Ref);
   for (int Depth = 0; Depth < 6; ++Depth) {
     auto Parents = Ctx.getParents(Current);
@@ -448,6 +459,20 @@ AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
   return Function && Function->getBody() && !inCountedLoopHeaderOrCut(&Node, Function, Ctx) &&
          (feedsTrainingLoader(Var, Function, &Node, Ctx) ||
           sizesCountedLoop(Var, Function, &Node, Ctx));
+}
+
+/// The same for a member of a local or parameter (`cfg.epochs * (cfg.n_train /
+/// cfg.batch_size)` with the loader made at `cfg.batch_size`): a Config struct's setting.
+AST_MATCHER(MemberExpr, computesWithTrainingBatchSizeMember) {
+  ASTContext &Ctx = Finder->getASTContext();
+  const auto *Field = dyn_cast<FieldDecl>(Node.getMemberDecl());
+  const VarDecl *Var = namedVar(Node.getBase());
+  if (!Field || !Field->getType()->isIntegerType() || !Var ||
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) || !arithmeticOn(&Node, Ctx)) {
+    return false;
+  }
+  const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
+  return Function && Function->getBody() && feedsTrainingLoader(Var, Function, &Node, Ctx, Field);
 }
 
 /// E's text, in parentheses unless it is one name, literal or call.
@@ -580,14 +605,19 @@ Rule makeDataLoaderRule() {
                    "split_batches. Keep `auto shard = accelerator.prepare_batches(list);` and use "
                    "shard.size(), or launch with --split_batches"));
   auto BatchSizeArithmetic = makeRule(
-      declRefExpr(inUserCode(), forFunction(acceleratorFunction()), computesWithTrainingBatchSize())
+      expr(inUserCode(), forFunction(acceleratorFunction()),
+           anyOf(declRefExpr(computesWithTrainingBatchSize()),
+                 memberExpr(computesWithTrainingBatchSizeMember())))
           .bind("size"),
       noEdits(), finding(Finding::Warning, "size", [](const MatchResult &Match) {
-        const auto *Ref = Match.Nodes.getNodeAs<DeclRefExpr>("size");
-        std::string Name = Ref->getDecl()->getNameAsString();
+        const auto *Ref = Match.Nodes.getNodeAs<Expr>("size");
+        std::string Name = sourceText(Ref, *Match.Context);
         const auto *Function = enclosingFunction(DynTypedNode::create(*Ref), *Match.Context);
-        const bool Loader =
-            feedsTrainingLoader(cast<VarDecl>(Ref->getDecl()), Function, Ref, *Match.Context);
+        // A member's setting feeds a loader by construction; a variable may size the batches
+        // a loop cuts by its counter instead.
+        const auto *Named = dyn_cast<DeclRefExpr>(Ref);
+        const bool Loader = !Named || feedsTrainingLoader(cast<VarDecl>(Named->getDecl()), Function,
+                                                          Ref, *Match.Context);
         const std::string What = Loader ? "' sets a training loader's batch size"
                                         : "' sizes the batches a training loop cuts by its counter";
         if (const Expr *Arithmetic = arithmeticOn(Ref, *Match.Context);

@@ -267,6 +267,24 @@ void schedule_length(torch::nn::Linear &model, torch::optim::Optimizer &optimize
   }
 }
 
+// The same with the setting in a Config struct (`cfg.epochs * (cfg.rows / cfg.batch)`).
+struct Settings {
+  int64_t batch = 4;
+  int64_t rows = 16;
+};
+void schedule_from_settings(torch::nn::Linear &model, torch::optim::Optimizer &optimizer) {
+  Settings cfg;
+  auto loader = torch::data::make_data_loader(Data(torch::randn({cfg.rows, 4})), cfg.batch);
+  const int64_t steps = 2 * (cfg.rows / cfg.batch);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:41: warning: 'cfg.batch' sets a training loader's batch size, and this computes with it{{.*}} [accel-data-loader]
+  std::cout << steps << " steps of " << cfg.batch << "\n";
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    model(b[0].data).sum().backward();
+    optimizer.step();
+  }
+}
+
 // The same through a cast, and with a constant at file scope, as the MNIST example writes
 // it (`std::ceil(size / static_cast<double>(kBatchSize))`); a counter loop that cuts with it
 // is shared (batch_range, batch_rows) and stays unwarned.
@@ -405,6 +423,7 @@ int main() {
   hand_made(model, optimizer);
   counted_batches(model, optimizer, 3);
   schedule_length(model, optimizer, 4, 16);
+  schedule_from_settings(model, optimizer);
   batches_per_epoch(model, optimizer);
   loss_per_configured_batch(model, optimizer, 4);
   from_a_factory(model, optimizer, 2);
