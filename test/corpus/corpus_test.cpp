@@ -234,18 +234,30 @@ TEST_P(Corpus, TwoProcessesAtBatchBMatchOneProcessAt2B) {
 // Written in other people's styles, printing as they would (prints_once), some training in
 // helper functions (trains_in_helper); see each file's header comment.
 const Program kPrinting[] = {
-    {"spiral_report", true, false},      {"progress_tabs", true, false},
-    {"allman_factory", true, false},     {"helper_train_auto", true, true},
-    {"device_progress", true, true},     {"warmup_gradnorm", true, false},
-    {"holder_counts", true, true},       {"sequential_fit", true, true},
-    {"kfold_tabs", true, false},         {"two_models_book", true, false},
-    {"course_classifier", true, false},  {"clip_rmsprop", true, false},
-    {"encoder_head", true, false},       {"so_vector_eval", true, false},
-    {"split_batches_book", true, false}, {"trainer_class", true, true},
-    {"warmup_step_blog", true, false},   {"two_steps_tabs", true, false},
-    {"kfold_learner", true, true},       {"distill_try_tabs", true, false},
-    {"csv_roundtrip", true, false},      {"cache_json_tabs", true, true},
-    {"permutation_course", true, false}, {"narrow_epochs_tabs", true, false},
+    {"spiral_report", true, false},
+    {"progress_tabs", true, false},
+    {"allman_factory", true, false},
+    {"helper_train_auto", true, true},
+    {"device_progress", true, true},
+    {"warmup_gradnorm", true, false},
+    {"holder_counts", true, true},
+    {"sequential_fit", true, true},
+    {"kfold_tabs", true, false},
+    {"two_models_book", true, false},
+    {"course_classifier", true, false},
+    {"clip_rmsprop", true, false},
+    {"encoder_head", true, false},
+    {"so_vector_eval", true, false},
+    {"split_batches_book", true, false},
+    {"trainer_class", true, true},
+    {"warmup_step_blog", true, false},
+    {"two_steps_tabs", true, false},
+    {"kfold_learner", true, true},
+    {"distill_try_tabs", true, false},
+    {"csv_roundtrip", true, false},
+    {"cache_json_tabs", true, true},
+    {"permutation_course", true, false},
+    {"narrow_epochs_tabs", true, false},
     // Not a helper's training, but its gradients are cleared by hand: accumulation must keep
     // the cycle's gradients through the rewritten clearing.
     {"c_logging_blog", true, true},
@@ -253,6 +265,8 @@ const Program kPrinting[] = {
     {"factory_unique_lib", true, false},
     // A trainer class trains through an iterator loop, then main fine-tunes on data_iter.
     {"iterators_course", true, true},
+    // Sums returned in a struct, a std::function callback printing the batch loss.
+    {"engineering_stats", true, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
