@@ -890,9 +890,7 @@ bool passedByConstReference(const DeclRefExpr *Ref, ASTContext &Ctx) {
   }
   return false;
 }
-} // namespace
 
-namespace {
 /// Whether Ref's value goes into a tensor that a backward call of its function differentiates
 /// (`l2` in `auto loss = mse + 0.1 * l2.sqrt(); loss.backward();`), directly or through a few
 /// local variables.
@@ -1203,8 +1201,6 @@ const VarDecl *streamedInto(const Stmt *S) {
              : nullptr;
 }
 
-/// Whether Arg, an argument of S, a call of a function of the main file, is the value of a
-/// parameter the function prints and never changes (`log_step(step, loss.item<double>())`).
 /// The call operator of a lambda expression, or of the lambda a local variable is initialised
 /// with, as it is (`auto report = [&](...) {...};`) or in a std::function
 /// (`std::function<void(int, double)> report = [&](...) {...};`); null for anything else.
@@ -1273,6 +1269,9 @@ bool printsParameter(const FunctionDecl *Definition, const ParmVarDecl *Param, A
   return Printed && !Changed;
 }
 
+/// Whether Arg, an argument of S, a call of a function of the main file or of a lambda, is
+/// the value of a parameter the function prints and never changes (`log_step(step,
+/// loss.item<double>())`, `report(step, loss.item<double>())`).
 bool passedToPrintedParameter(const Stmt *S, const Stmt *Arg, ASTContext &Ctx, int Hops) {
   const auto *Call = dyn_cast_or_null<CallExpr>(S);
   if (!Call) {

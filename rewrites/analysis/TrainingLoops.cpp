@@ -268,11 +268,19 @@ llvm::SmallVector<const Expr *, 2> argumentsPassed(const FunctionDecl *Function,
   if (!Method || !Method->getParent()->isLambda()) {
     return Passed;
   }
+  // A generic lambda's calls are calls of its specializations: each counts, as the calls of
+  // every instantiation of a function template do (one passing a sharded loader and one a
+  // whole loader make a parameter of both kinds).
+  auto Pattern = [](const FunctionDecl *F) {
+    const FunctionDecl *From = F ? F->getTemplateInstantiationPattern() : nullptr;
+    return (From ? From : F)->getCanonicalDecl();
+  };
   const auto *Holder = dyn_cast_or_null<FunctionDecl>(
       Method->getParent()->getDeclContext()->getNonClosureAncestor());
   forEachStmt(Holder ? Holder->getBody() : nullptr, [&](const Stmt *S) {
     const auto *Call = dyn_cast<CXXOperatorCallExpr>(S);
-    if (Call && Call->getOperator() == OO_Call && Call->getDirectCallee() == Function &&
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (Callee && Call->getOperator() == OO_Call && Pattern(Callee) == Pattern(Function) &&
         Index + 1 < Call->getNumArgs()) {
       Passed.push_back(Call->getArg(Index + 1));
     }

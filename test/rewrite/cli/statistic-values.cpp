@@ -155,6 +155,18 @@ int main() {
   }
   accuracy("train", *labelled);
   fit(model, *loader, opt, report);
+  // Called with the sharded loader and with one every process sees whole: warned.
+  auto evaluate = [&](auto &data) {
+    int64_t hits = 0;
+    for (auto &batch : data) {
+      hits += classifier->forward(batch.data).argmax(1).eq(0).sum().template item<int64_t>();
+    }
+    std::cout << "hits " << hits << "\n";
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:{{[0-9]+}}: warning: 'hits' is kept over this process's batches, but the function is called with a sharded loader and with one every process sees whole{{.*}} [accel-reduce]
+  };
+  auto whole = torch::data::make_data_loader(Data(torch::randn({8, 4})).map(Stack()), 4);
+  evaluate(*labelled);
+  evaluate(*whole);
 
   // A loader without Stack: a batch is a std::vector of its samples, and its size() counts them.
   auto unstacked = torch::data::make_data_loader(Data(torch::randn({16, 4})), 4);
