@@ -1219,6 +1219,71 @@ const FunctionDecl *lambdaOf(const Expr *E) {
   return nullptr;
 }
 
+/// The local list a range-for's variable walks (`for (auto &cb : callbacks)`), or null.
+const VarDecl *listIterated(const VarDecl *Var, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(*Var);
+  const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+  const CXXForRangeStmt *Loop = nullptr;
+  if (Declaration) {
+    auto Up = Ctx.getParents(*Declaration);
+    Loop = Up.empty() ? nullptr : Up[0].get<CXXForRangeStmt>();
+  }
+  const VarDecl *List =
+      Loop && Loop->getLoopVariable() == Var ? namedVar(Loop->getRangeInit()) : nullptr;
+  return List && List->hasLocalStorage() && !isa<ParmVarDecl>(List) ? List : nullptr;
+}
+
+/// The lambdas a local list of callables holds: those in its braced initializer and those
+/// push_back or emplace_back add in its function. Empty when any element cannot be told.
+llvm::SmallVector<const FunctionDecl *, 2> lambdasIn(const VarDecl *List) {
+  llvm::SmallVector<const FunctionDecl *, 2> Lambdas;
+  bool Unknown = false;
+  auto Add = [&](const Expr *Element) {
+    const FunctionDecl *Lambda = lambdaOf(Element);
+    Unknown = Unknown || !Lambda;
+    if (Lambda) {
+      Lambdas.push_back(Lambda);
+    }
+  };
+  if (const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(
+          List->getInit() ? List->getInit()->IgnoreImplicit() : nullptr);
+      Construct && Construct->getNumArgs() > 0) {
+    const auto *Elements =
+        dyn_cast<CXXStdInitializerListExpr>(Construct->getArg(0)->IgnoreImplicit());
+    const auto *Braced =
+        Elements ? dyn_cast<InitListExpr>(Elements->getSubExpr()->IgnoreImplicit()) : nullptr;
+    if (!Braced) {
+      return {};
+    }
+    for (const Expr *Element : Braced->inits()) {
+      Add(Element);
+    }
+  }
+  const auto *Function = dyn_cast<FunctionDecl>(List->getDeclContext());
+  forEachStmt(Function ? Function->getBody() : nullptr, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+    const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+    if (!Method || !Method->getDeclName().isIdentifier() ||
+        namedVar(Call->getImplicitObjectArgument()) != List) {
+      return;
+    }
+    if (Method->getName() == "push_back" || Method->getName() == "emplace_back") {
+      if (Call->getNumArgs() == 1) {
+        Add(Call->getArg(0));
+      } else {
+        Unknown = true;
+      }
+    } else if (Method->getName() == "insert" || Method->getName() == "emplace" ||
+               Method->getName() == "assign" || Method->getName() == "resize") {
+      Unknown = true; // added some other way: not followed
+    }
+  });
+  if (Unknown) {
+    return {};
+  }
+  return Lambdas;
+}
+
 /// The call operators of the lambdas a call `report(step, value)` may call: the lambda the
 /// variable holds, or for a parameter (`const std::function<void(int, double)> &report`) the
 /// lambdas every call of its function passes. Empty when any of them cannot be told.
@@ -1229,6 +1294,9 @@ llvm::SmallVector<const FunctionDecl *, 2> calledLambdas(const CXXOperatorCallEx
     return Lambdas;
   }
   const VarDecl *Var = namedVar(Call->getArg(0));
+  if (const VarDecl *List = Var ? listIterated(Var, Ctx) : nullptr) {
+    return lambdasIn(List);
+  }
   const auto *Param = dyn_cast_or_null<ParmVarDecl>(Var);
   if (!Param) {
     if (const FunctionDecl *Lambda = lambdaOf(Call->getArg(0))) {

@@ -5,10 +5,10 @@
 // parameters is no statistic (accelerator.reduce would cut its gradient); rows cut by a
 // counter from data every process holds whole (`torch::linspace`) are this process's batch;
 // a class-weighted CrossEntropyLoss is warned about, its step still rewritten; a batch value
-// handed to a lambda that prints it is combined at the call, as for a helper function; a
-// generic lambda that evaluates the loader it is given counts over the sharded loader; a
-// ratio of two sums that is no mean (R²) is warned about; the size() of a batch that is a
-// std::vector of samples counts them.
+// handed to a lambda that prints it (also one of a list of callbacks) is combined at the
+// call, as for a helper function; a generic lambda that evaluates the loader it is given
+// counts over the sharded loader; a ratio of two sums that is no mean (R²) is warned about;
+// the size() of a batch that is a std::vector of samples counts them.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t && %strip-checks %s %t/input.cpp
 // RUN: %accel-rewrite %t/input.cpp -o %t/out.cpp -- %torch_flags 2> %t/messages.txt
@@ -137,6 +137,10 @@ int main() {
     std::cout << name << " " << correct << "/" << total << "\n";
     // CHECK-FIXES: accelerator.print() << name << " " << accelerator.reduce(correct, "sum") << "/" << accelerator.reduce(total, "sum") << "\n";
   };
+  // Callbacks kept in a list: followed to each lambda pushed into it.
+  std::vector<std::function<void(int, double)>> callbacks;
+  callbacks.push_back([&](int at, double value) { std::cout << at << " " << value << "\n"; });
+  callbacks.emplace_back(report);
   int step = 0;
   for (auto &batch : *labelled) {
     auto loss = classifier->forward(batch.data).pow(2).mean();
@@ -147,6 +151,10 @@ int main() {
     // CHECK-FIXES: report(++step, accelerator.reduce(loss.item<double>(), "mean"));
     report_too(step, loss.item<double>());
     // CHECK-FIXES: report_too(step, accelerator.reduce(loss.item<double>(), "mean"));
+    for (auto &callback : callbacks) {
+      callback(step, loss.item<double>());
+      // CHECK-FIXES: callback(step, accelerator.reduce(loss.item<double>(), "mean"));
+    }
     // A ratio of two sums over the batch that is no mean (R²): warned, not averaged.
     auto ss_res = (classifier->forward(batch.data) - 1).pow(2).sum();
     auto ss_tot = (batch.data - batch.data.mean()).pow(2).sum();
