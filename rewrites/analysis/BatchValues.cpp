@@ -449,14 +449,8 @@ bool isScalarType(QualType Type) {
 /// The variable of a range-for over a module's parameters (`for (auto &p :
 /// model->parameters())`).
 bool iteratesModuleParameters(const VarDecl *Var, ASTContext &Ctx) {
-  auto Parents = Ctx.getParents(*Var);
-  const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
-  const CXXForRangeStmt *Loop = nullptr;
-  if (Declaration) {
-    auto Up = Ctx.getParents(*Declaration);
-    Loop = Up.empty() ? nullptr : Up[0].get<CXXForRangeStmt>();
-  }
-  if (!Loop || Loop->getLoopVariable() != Var) {
+  const CXXForRangeStmt *Loop = rangeForDeclaring(Var, Ctx);
+  if (!Loop) {
     return false;
   }
   const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(spelled(Loop->getRangeInit()));

@@ -1221,15 +1221,8 @@ const FunctionDecl *lambdaOf(const Expr *E) {
 
 /// The local list a range-for's variable walks (`for (auto &cb : callbacks)`), or null.
 const VarDecl *listIterated(const VarDecl *Var, ASTContext &Ctx) {
-  auto Parents = Ctx.getParents(*Var);
-  const auto *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
-  const CXXForRangeStmt *Loop = nullptr;
-  if (Declaration) {
-    auto Up = Ctx.getParents(*Declaration);
-    Loop = Up.empty() ? nullptr : Up[0].get<CXXForRangeStmt>();
-  }
-  const VarDecl *List =
-      Loop && Loop->getLoopVariable() == Var ? namedVar(Loop->getRangeInit()) : nullptr;
+  const CXXForRangeStmt *Loop = rangeForDeclaring(Var, Ctx);
+  const VarDecl *List = Loop ? namedVar(Loop->getRangeInit()) : nullptr;
   return List && List->hasLocalStorage() && !isa<ParmVarDecl>(List) ? List : nullptr;
 }
 

@@ -362,15 +362,9 @@ bool isBatchListLoop(const CXXForRangeStmt *Loop, ASTContext &Ctx) {
 }
 
 bool isTrainingBatch(const VarDecl *Var, ASTContext &Ctx) {
-  for (const DynTypedNode &Parent : Ctx.getParents(*Var)) {
-    for (const DynTypedNode &Grand : Ctx.getParents(Parent)) {
-      if (const auto *Loop = Grand.get<CXXForRangeStmt>(); Loop && Loop->getLoopVariable() == Var) {
-        const VarDecl *Loader = iteratedVar(Loop);
-        return Loader && isTrainingLoader(Loader, Ctx);
-      }
-    }
-  }
-  return false;
+  const CXXForRangeStmt *Loop = rangeForDeclaring(Var, Ctx);
+  const VarDecl *Loader = Loop ? iteratedVar(Loop) : nullptr;
+  return Loader && isTrainingLoader(Loader, Ctx);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include "support/LibTorchTypes.h"
 
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/ParentMapContext.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
@@ -176,6 +177,18 @@ const Expr *conditionOf(const Stmt *S) {
   if (const auto *Logical = dyn_cast_or_null<BinaryOperator>(S);
       Logical && Logical->isLogicalOp()) {
     return Logical->getLHS();
+  }
+  return nullptr;
+}
+
+const CXXForRangeStmt *rangeForDeclaring(const VarDecl *Var, ASTContext &Ctx) {
+  for (const DynTypedNode &Declaration : Ctx.getParents(*Var)) {
+    for (const DynTypedNode &Parent : Ctx.getParents(Declaration)) {
+      if (const auto *Loop = Parent.get<CXXForRangeStmt>();
+          Loop && Loop->getLoopVariable() == Var) {
+        return Loop;
+      }
+    }
   }
   return nullptr;
 }

@@ -56,6 +56,9 @@ std::string sourceText(const clang::Stmt *S, const clang::ASTContext &Ctx);
 
 /// Calls Visit on S and every statement below it (lambda bodies included).
 void forEachStmt(const clang::Stmt *S, llvm::function_ref<void(const clang::Stmt *)> Visit);
+/// The range-for whose loop variable Var is (`p` in `for (auto &p : model->parameters())`),
+/// or null.
+const clang::CXXForRangeStmt *rangeForDeclaring(const clang::VarDecl *Var, clang::ASTContext &Ctx);
 /// The body of a for, range-for, while or do loop; null for any other statement.
 const clang::Stmt *loopBody(const clang::Stmt *Loop);
 /// The condition that decides whether S's children run: of an if, a for, while or do loop,
