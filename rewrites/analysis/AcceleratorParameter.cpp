@@ -48,6 +48,29 @@ bool neverReceives(const FunctionDecl *Function) {
          Function->isTemplateInstantiation();
 }
 
+/// Why a lambda cannot take `&accelerator` among its captures (empty when it can): a lambda
+/// with a capture has no conversion to a function pointer, and one held in a static variable
+/// would keep the reference of the first call.
+std::string whyLambdaCannotCapture(const CXXRecordDecl *Lambda, const CallGraph &Functions,
+                                   ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (auto Converted = Functions.ConvertedLambdas.find(Lambda);
+      Converted != Functions.ConvertedLambdas.end()) {
+    return "it is converted to a function pointer, as on line " +
+           std::to_string(SM.getExpansionLineNumber(Converted->second));
+  }
+  for (const auto &Found :
+       match(functionDecl(forEachDescendant(
+                 varDecl(unless(hasLocalStorage()),
+                         hasInitializer(ignoringImplicit(lambdaExpr().bind("lambda")))))),
+             *cast<FunctionDecl>(Lambda->getDeclContext()), Ctx)) {
+    if (Found.getNodeAs<LambdaExpr>("lambda")->getLambdaClass() == Lambda) {
+      return "it is held in a static variable";
+    }
+  }
+  return "";
+}
+
 } // namespace
 
 std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTContext &Ctx) {
@@ -145,7 +168,9 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
   }
 
   // Every caller must have the accelerator to pass: drop functions called from one that does
-  // not, until nothing changes (a greatest fixed point).
+  // not, until nothing changes (a greatest fixed point). A [&] lambda sees the accelerator of
+  // the function it is defined in; another lambda gets it as a capture unless it cannot take
+  // one (whyLambdaCannotCapture).
   std::function<bool(const FunctionDecl *)> CallerHasAccelerator = [&](const FunctionDecl *Caller) {
     if (HasOwnAccelerator(Caller)) {
       return true;
@@ -153,15 +178,16 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
     if (auto Plan = Result->Plans.find(canonical(Caller)); Plan != Result->Plans.end()) {
       return Plan->second.Receives;
     }
-    // A [&] lambda sees the accelerator of the function it is defined in.
     const auto *Method = dyn_cast<CXXMethodDecl>(Caller);
-    if (Method && Method->getParent()->isLambda() &&
-        Method->getParent()->getLambdaCaptureDefault() == LCD_ByRef) {
-      if (const auto *Outer = dyn_cast<FunctionDecl>(Method->getParent()->getDeclContext())) {
-        return CallerHasAccelerator(Outer);
-      }
+    if (!Method || !Method->getParent()->isLambda()) {
+      return false;
     }
-    return false;
+    const CXXRecordDecl *Lambda = Method->getParent();
+    const auto *Outer = dyn_cast<FunctionDecl>(Lambda->getDeclContext());
+    return Outer &&
+           (Lambda->getLambdaCaptureDefault() == LCD_ByRef ||
+            whyLambdaCannotCapture(Lambda, Functions, Ctx).empty()) &&
+           CallerHasAccelerator(Outer);
   };
   for (bool Changed = true; Changed;) {
     Changed = false;
@@ -185,9 +211,94 @@ std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(ASTCo
       for (const CallSite &Site : Functions.sitesOf(Function)) {
         Result->PassingCalls[Site.Call] = Function;
       }
+    } else if (!Plan.Trains && !Plan.Problem.empty() && writesOutput(Plan.Function->getBody())) {
+      // A helper that prints or saves (cannotPassRule warns about one that trains).
+      Result->PrintingWithoutAccelerator[Plan.Function] =
+          "the accelerator cannot be passed to " + functionLabel(Plan.Function) + ": " +
+          Plan.Problem + "; print where it is called, with accelerator.print()";
+    }
+  }
+
+  // Lambdas without a by-reference default that print, save or pass the accelerator on,
+  // where the accelerator is. Those that train are the training plans' (a step helper).
+  llvm::DenseSet<const FunctionDecl *> PassesAccelerator;
+  for (const auto &[Call, Callee] : Result->PassingCalls) {
+    PassesAccelerator.insert(Functions.CallerOf.lookup(Call));
+  }
+  for (const LambdaExpr *Lambda : Functions.Lambdas) {
+    const CXXRecordDecl *Class = Lambda->getLambdaClass();
+    const auto *Outer = dyn_cast<FunctionDecl>(Class->getDeclContext());
+    const Stmt *Body = Lambda->getBody();
+    if (Lambda->getCaptureDefault() == LCD_ByRef || !Outer || containsBackward(Body) ||
+        !(writesOutput(Body) || PassesAccelerator.count(Lambda->getCallOperator())) ||
+        !CallerHasAccelerator(Outer)) {
+      continue;
+    }
+    if (std::string Why = whyLambdaCannotCapture(Class, Functions, Ctx); Why.empty()) {
+      Result->CapturingLambdas.insert(Class);
+    } else {
+      Result->PrintingWithoutAccelerator[Lambda->getCallOperator()] =
+          "a lambda cannot capture the accelerator when " + Why +
+          "; print where it is called, with accelerator.print()";
+    }
+  }
+
+  // Constructors and destructors that print, of a class a function with the accelerator
+  // makes an object of (a scoped timer): they cannot get a parameter.
+  llvm::DenseMap<const CXXRecordDecl *, const FunctionDecl *> MadeWithAccelerator;
+  for (const FunctionDecl *Function : Functions.Definitions) {
+    if (!CallerHasAccelerator(Function)) {
+      continue;
+    }
+    for (const auto &Found :
+         match(functionDecl(forEachDescendant(varDecl(hasLocalStorage()).bind("var"))), *Function,
+               Ctx)) {
+      const auto *Var = Found.getNodeAs<VarDecl>("var");
+      if (const CXXRecordDecl *Class = Var->getType()->getAsCXXRecordDecl()) {
+        MadeWithAccelerator.try_emplace(Class->getCanonicalDecl(), Function);
+      }
+    }
+  }
+  for (const FunctionDecl *Function : Functions.Definitions) {
+    const auto *Special = dyn_cast<CXXMethodDecl>(Function);
+    if (!Special || !isa<CXXConstructorDecl, CXXDestructorDecl>(Special) ||
+        !writesOutput(Special->getBody())) {
+      continue;
+    }
+    if (const FunctionDecl *Maker =
+            MadeWithAccelerator.lookup(Special->getParent()->getCanonicalDecl())) {
+      Result->PrintingWithoutAccelerator[canonical(Special)] =
+          std::string(isa<CXXDestructorDecl>(Special) ? "a destructor" : "a constructor") +
+          " cannot get the accelerator, and " + functionLabel(Maker) + " makes a '" +
+          Special->getParent()->getName().str() +
+          "'; give it a flag set from accelerator.is_main_process() where it is made, and "
+          "print only when the flag is set";
     }
   }
   return Result;
+}
+
+bool capturesAccelerator(const FunctionDecl *Function, ASTContext &Ctx) {
+  const auto *Method = dyn_cast<CXXMethodDecl>(Function);
+  if (!Method || !Method->getParent()->isLambda() ||
+      AnalysisContext::of(Ctx).computingAcceleratorParameters()) {
+    return false;
+  }
+  return AnalysisContext::of(Ctx).acceleratorParameters().CapturingLambdas.count(
+      Method->getParent());
+}
+
+std::string printsWithoutAccelerator(const FunctionDecl *Function, ASTContext &Ctx) {
+  if (AnalysisContext::of(Ctx).computingAcceleratorParameters()) {
+    return "";
+  }
+  const auto &Printing =
+      AnalysisContext::of(Ctx).acceleratorParameters().PrintingWithoutAccelerator;
+  auto Found = Printing.find(canonical(Function));
+  if (Found == Printing.end()) {
+    Found = Printing.find(Function);
+  }
+  return Found == Printing.end() ? "" : Found->second;
 }
 
 const AcceleratorParameterPlan *acceleratorParameterPlan(const FunctionDecl *Function,

@@ -19,6 +19,7 @@
 #include "clang/AST/Expr.h"
 #include "clang/ASTMatchers/ASTMatchers.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <memory>
@@ -45,6 +46,14 @@ struct AcceleratorParameterPlan {
 struct AcceleratorParameterAnalysis {
   llvm::DenseMap<const clang::FunctionDecl *, AcceleratorParameterPlan> Plans;
   llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> PassingCalls;
+  /// Lambdas without a by-reference default (`[]`, `[n]`, `[=]`) that print, save or call a
+  /// helper that gets the parameter, defined where the accelerator is: accel-accelerator adds
+  /// `&accelerator` to their captures.
+  llvm::DenseSet<const clang::CXXRecordDecl *> CapturingLambdas;
+  /// Functions that print or save on every process because the accelerator cannot reach
+  /// them, with why: such lambdas that cannot capture it (converted to a function pointer,
+  /// static), and constructors and destructors of classes made where it is.
+  llvm::DenseMap<const clang::FunctionDecl *, std::string> PrintingWithoutAccelerator;
 };
 std::unique_ptr<AcceleratorParameterAnalysis> analyzeAcceleratorParameters(clang::ASTContext &Ctx);
 
@@ -58,6 +67,13 @@ bool receivesAcceleratorParameter(const clang::FunctionDecl *Function, clang::AS
 /// parameter (so the call must pass it); null otherwise.
 const clang::FunctionDecl *callPassingAccelerator(const clang::CallExpr *Call,
                                                   clang::ASTContext &Ctx);
+
+/// True when accel-accelerator adds `&accelerator` to the captures of the lambda whose call
+/// operator is Function.
+bool capturesAccelerator(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
+/// Why Function prints or saves on every process although the program gets the accelerator
+/// (empty when it does not): see AcceleratorParameterAnalysis::PrintingWithoutAccelerator.
+std::string printsWithoutAccelerator(const clang::FunctionDecl *Function, clang::ASTContext &Ctx);
 
 /// The C stdio calls that write to standard output.
 enum class StdoutCall {
@@ -84,6 +100,14 @@ bool readsStatistic(const clang::Stmt *S, clang::ASTContext &Ctx);
 
 AST_MATCHER(clang::FunctionDecl, receivesAccelerator) {
   return receivesAcceleratorParameter(&Node, Finder->getASTContext());
+}
+/// The call operator of a lambda that accel-accelerator gives `&accelerator` as a capture.
+AST_MATCHER(clang::FunctionDecl, capturesTheAccelerator) {
+  return capturesAccelerator(&Node, Finder->getASTContext());
+}
+/// A function that prints or saves on every process because the accelerator cannot reach it.
+AST_MATCHER(clang::FunctionDecl, printsWithoutTheAccelerator) {
+  return !printsWithoutAccelerator(&Node, Finder->getASTContext()).empty();
 }
 
 /// A call in a training step where the accelerator is: in a loop that runs one step per

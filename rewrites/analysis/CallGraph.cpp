@@ -82,6 +82,7 @@ public:
   }
 
   bool TraverseLambdaExpr(LambdaExpr *Lambda, DataRecursionQueue * = nullptr) {
+    Lambdas.push_back(Lambda);
     Current.push_back(Lambda->getCallOperator());
     bool Result = RecursiveASTVisitor::TraverseLambdaExpr(Lambda);
     Current.pop_back();
@@ -99,6 +100,16 @@ public:
     return true;
   }
 
+  // A lambda converted to a function pointer (passed to a C callback, `+[] {}`): the
+  // conversion function called on it.
+  bool VisitMemberExpr(MemberExpr *Member) {
+    const auto *Conversion = dyn_cast<CXXConversionDecl>(Member->getMemberDecl());
+    if (Conversion && Conversion->getParent()->isLambda()) {
+      ConvertedLambdas.try_emplace(Conversion->getParent(), Member->getBase()->getBeginLoc());
+    }
+    return true;
+  }
+
   bool VisitDeclRefExpr(DeclRefExpr *Ref) {
     const auto *Function = dyn_cast<FunctionDecl>(Ref->getDecl());
     if (Function && !CalleeNames.count(Ref)) {
@@ -111,6 +122,8 @@ public:
   llvm::SmallVector<const FunctionDecl *, 16> Definitions;
   llvm::DenseMap<const FunctionDecl *, llvm::SmallVector<CallSite, 2>> Calls;
   llvm::DenseMap<const FunctionDecl *, SourceLocation> AddressTaken;
+  llvm::SmallVector<const LambdaExpr *, 8> Lambdas;
+  llvm::DenseMap<const CXXRecordDecl *, SourceLocation> ConvertedLambdas;
 
 private:
   llvm::SmallVector<const FunctionDecl *, 4> Current;
@@ -125,6 +138,8 @@ std::unique_ptr<CallGraph> analyzeCallGraph(ASTContext &Ctx) {
   auto Result = std::make_unique<CallGraph>();
   Result->Definitions = std::move(Functions.Definitions);
   Result->AddressTaken = std::move(Functions.AddressTaken);
+  Result->Lambdas = std::move(Functions.Lambdas);
+  Result->ConvertedLambdas = std::move(Functions.ConvertedLambdas);
   for (const auto &[Function, Sites] : Functions.Calls) {
     for (const CallSite &Site : Sites) {
       Result->Calls[Function].push_back(Site.Call);

@@ -12,6 +12,7 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
 #include "clang/AST/Expr.h"
+#include "clang/AST/ExprCXX.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -40,6 +41,10 @@ struct CallGraph {
   llvm::DenseMap<const clang::CallExpr *, const clang::FunctionDecl *> CallerOf;
   /// Functions named other than as a call's callee (their address is taken), and where.
   llvm::DenseMap<const clang::FunctionDecl *, clang::SourceLocation> AddressTaken;
+  /// The main file's lambda expressions, in source order.
+  llvm::SmallVector<const clang::LambdaExpr *, 8> Lambdas;
+  /// Lambda classes converted to a function pointer somewhere in the main file, and where.
+  llvm::DenseMap<const clang::CXXRecordDecl *, clang::SourceLocation> ConvertedLambdas;
 
   llvm::ArrayRef<CallSite> sitesOf(const clang::FunctionDecl *Function) const;
 };

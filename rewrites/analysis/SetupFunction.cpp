@@ -815,7 +815,8 @@ DeclarationMatcher declaresAccelerator() {
 
 DeclarationMatcher acceleratorFunction() {
   auto HasAccelerator = functionDecl(anyOf(declaresAccelerator(), receivesAccelerator()));
-  return functionDecl(anyOf(HasAccelerator, isByReferenceLambdaIn(HasAccelerator)));
+  return functionDecl(
+      anyOf(HasAccelerator, isByReferenceLambdaIn(HasAccelerator), capturesTheAccelerator()));
 }
 
 clang::ast_matchers::internal::Matcher<Stmt> inUserCode() {

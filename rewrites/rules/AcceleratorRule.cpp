@@ -33,6 +33,9 @@ namespace {
 AST_MATCHER(CallExpr, passesAccelerator) {
   return callPassingAccelerator(&Node, Finder->getASTContext()) != nullptr;
 }
+AST_MATCHER(LambdaExpr, getsAcceleratorCapture) {
+  return capturesAccelerator(Node.getCallOperator(), Finder->getASTContext());
+}
 AST_MATCHER(FunctionDecl, trainsWithoutAccelerator) {
   const AcceleratorParameterPlan *Plan = acceleratorParameterPlan(&Node, Finder->getASTContext());
   return Plan && Plan->Trains && !Plan->Receives && !Plan->Problem.empty();
@@ -150,6 +153,35 @@ Rule argumentRule() {
                   }));
 }
 
+/// Each lambda that prints or saves where the accelerator is, without a by-reference default
+/// (`[]`, `[n]`, `[=]`): `&accelerator` among its captures.
+Rule captureRule() {
+  auto Lambda = lambdaExpr(isExpansionInMainFile(), getsAcceleratorCapture()).bind("lambda");
+  EditGenerator Edits = [](const MatchResult &Match) -> llvm::Expected<llvm::SmallVector<Edit, 1>> {
+    const auto *Lambda = Match.Nodes.getNodeAs<LambdaExpr>("lambda");
+    llvm::SmallVector<Edit, 1> Result;
+    SourceRange Introducer = Lambda->getIntroducerRange();
+    if (Introducer.getBegin().isMacroID() || Introducer.getEnd().isMacroID()) {
+      return Result;
+    }
+    const bool Empty = Lambda->getCaptureDefault() == LCD_None &&
+                       Lambda->explicit_capture_begin() == Lambda->explicit_capture_end();
+    Edit Capture;
+    if (Empty) {
+      Capture.Range = CharSourceRange::getTokenRange(Introducer);
+      Capture.Replacement = "[&accelerator]";
+    } else {
+      Capture.Range = CharSourceRange::getCharRange(Introducer.getEnd(), Introducer.getEnd());
+      Capture.Replacement = ", &accelerator";
+    }
+    Result.push_back(Capture);
+    return Result;
+  };
+  return makeRule(Lambda, Edits,
+                  explain("lambda", "the lambda captures the accelerator, so that what it prints "
+                                    "or saves goes through it as in the function it is in"));
+}
+
 /// A helper that trains but cannot get the parameter: the warning says why and what to do.
 Rule cannotPassRule() {
   auto Helper = functionDecl(isExpansionInMainFile(), unless(isInstantiated()), isDefinition(),
@@ -175,7 +207,7 @@ Rule cannotPassRule() {
 
 Rule makeAcceleratorRule() {
   return applyFirst<Finding>(
-      {declarationRule(), parameterRule(), argumentRule(), cannotPassRule()});
+      {declarationRule(), parameterRule(), argumentRule(), captureRule(), cannotPassRule()});
 }
 
 } // namespace accel::rewrites

@@ -99,8 +99,25 @@ Rule makePrintRule() {
                anyOf(writesStdoutAs(StdoutCall::Puts), writesStdoutAs(StdoutCall::FputsStdout),
                      writesStdoutAs(StdoutCall::Putchar), writesStdoutAs(StdoutCall::FputcStdout)))
           .bind("call");
+  // A print (or save) where the accelerator cannot reach (analysis/AcceleratorParameter.h):
+  // said at each line, with why.
+  auto Unreachable = forFunction(functionDecl(printsWithoutTheAccelerator()).bind("function"));
+  auto EveryProcess = stmt(inUserCode(), Unreachable,
+                           anyOf(declRefExpr(isStdoutPrintNode()), callExpr(isStdoutPrintNode()),
+                                 callExpr(callee(functionDecl(hasName("::torch::save"))))))
+                          .bind("print");
+  auto EveryProcessFinding = dynamicFinding("print", [](const MatchResult &Match) {
+    const auto *Function = Match.Nodes.getNodeAs<FunctionDecl>("function");
+    Finding Result;
+    Result.Kind = Finding::Warning;
+    Result.OnlyWhereRewritten = true;
+    Result.Message = "this runs on every process, so its output appears once per process: " +
+                     printsWithoutAccelerator(Function, *Match.Context);
+    return Result;
+  });
   return applyFirst<Finding>(
-      {makeRule(Cout, changeTo(node("cout"), cat("accelerator.print()")),
+      {makeRule(EveryProcess, noEdits(), EveryProcessFinding),
+       makeRule(Cout, changeTo(node("cout"), cat("accelerator.print()")),
                 explain("cout", "accelerator.print() is std::cout on the main process and "
                                 "discards the text on the others: " +
                                     Once)),

@@ -32,7 +32,42 @@ void log_line(const std::string &text) { std::cout << text << '\n'; }
 void usage() { std::cout << "usage: train\n"; }
 // CHECK-FIXES: void usage() { std::cout << "usage: train\n"; }
 
+// A scoped timer whose destructor prints: a destructor cannot get the accelerator (warned).
+struct Timer {
+  ~Timer() { std::cout << "timer done\n"; }
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:14: warning: this runs on every process, so its output appears once per process: a destructor cannot get the accelerator, and 'main' makes a 'Timer'; give it a flag set from accelerator.is_main_process() where it is made, and print only when the flag is set [accel-print]
+};
+
+// Its address is taken: the accelerator cannot be passed to it (warned).
+void print_epoch(int epoch) { std::printf("epoch %d\n", epoch); }
+// CHECK-MESSAGES: input.cpp:[[@LINE-1]]:31: warning: this runs on every process, so its output appears once per process: the accelerator cannot be passed to 'print_epoch': its address is taken on line [[@LINE+25]], and calls through it would not pass the accelerator; print where it is called, with accelerator.print() [accel-print]
+
+// Called from a lambda that captures the accelerator: gets it too.
+void print_value(int value) { std::cout << value << '\n'; }
+// CHECK-FIXES: void print_value(accelerate::Accelerator &accelerator, int value) { accelerator.print() << value << '\n'; }
+
 int main() {
+  // Lambdas that print get the accelerator among their captures; one converted to a function
+  // pointer or held in a static variable cannot take it (warned).
+  auto banner = [](const char *text) { std::cout << text << '\n'; };
+  // CHECK-FIXES: auto banner = [&accelerator](const char *text) { accelerator.print() << text << '\n'; };
+  int every = 2;
+  auto every_line = [every](int step) { if (step % every == 0) std::printf("step %d\n", step); };
+  // CHECK-FIXES: auto every_line = [every, &accelerator](int step) { if (step % every == 0) accelerator.printf("step %d\n", step); };
+  auto copied = [=](int step) { print_value(step + every); };
+  // CHECK-FIXES: auto copied = [=, &accelerator](int step) { print_value(accelerator, step + every); };
+  void (*plain)(int) = [](int step) { std::cout << step << '\n'; };
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:39: warning: this runs on every process, so its output appears once per process: a lambda cannot capture the accelerator when it is converted to a function pointer, as on line [[@LINE-1]]; print where it is called, with accelerator.print() [accel-print]
+  static auto once = [](int step) { std::cout << step << '\n'; };
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:37: warning: this runs on every process, so its output appears once per process: a lambda cannot capture the accelerator when it is held in a static variable; print where it is called, with accelerator.print() [accel-print]
+  banner("start");
+  every_line(2);
+  copied(3);
+  plain(4);
+  once(5);
+  void (*report)(int) = print_epoch;
+  report(1);
+  Timer timer;
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
   auto loss = model(torch::randn({2, 4})).sum();
