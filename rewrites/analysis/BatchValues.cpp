@@ -589,6 +589,11 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     if ((Name == "torch::mean" || Name == "at::mean") && Args.size() == 1) {
       return BatchValue::Mean;
     }
+    // How often each class occurs among the batch's values: counts of samples.
+    if ((Name == "torch::bincount" || Name == "at::bincount") && !Args.empty() &&
+        classifyBatchValue(Args[0], Ctx, Depth + 1) == BatchValue::PerSample) {
+      return BatchValue::Sum;
+    }
     // A helper of this file (a training step returning `loss.item<float>()`): what all its
     // returns agree on.
     const SourceManager &SM = Ctx.getSourceManager();
@@ -647,6 +652,8 @@ constexpr int MaxTensorDepth = 6;
 
 struct TensorOrigins {
   const Stmt *FunctionBody;
+  /// The caller's answer for an expression before the rules below (computedFromTensors).
+  const TensorOriginOverride *Override = nullptr;
   /// The variables being followed: a value that reads itself (`x = x + 1`) adds nothing.
   llvm::SmallPtrSet<const VarDecl *, 8> Following;
 
@@ -679,6 +686,11 @@ struct TensorOrigins {
 bool TensorOrigins::fromTensors(const Expr *E, int Depth) {
   if (!E) {
     return false;
+  }
+  if (Override && *Override) {
+    if (std::optional<bool> Answer = (*Override)(E)) {
+      return *Answer;
+    }
   }
   // What a collective of the accelerator returns is the same on every process
   // (`accelerator.reduce(loss.item<float>(), "mean") < 0.25f`).
@@ -747,8 +759,9 @@ bool averagesOverClassWeights(const Expr *Loss, ASTContext &Ctx, int Depth) {
   });
 }
 
-bool computedFromTensors(const Expr *E, const Stmt *FunctionBody) {
-  return TensorOrigins{FunctionBody, {}}.fromTensors(E, 0);
+bool computedFromTensors(const Expr *E, const Stmt *FunctionBody,
+                         const TensorOriginOverride &Override) {
+  return TensorOrigins{FunctionBody, &Override, {}}.fromTensors(E, 0);
 }
 
 } // namespace accel::rewrites

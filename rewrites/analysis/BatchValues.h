@@ -14,6 +14,9 @@
 #include "clang/AST/Expr.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <functional>
+#include <optional>
+
 namespace accel::rewrites {
 
 enum class BatchValue {
@@ -57,6 +60,10 @@ llvm::SmallVector<const clang::Expr *, 2> assignedValues(const clang::VarDecl *V
 /// between processes), directly or through the local variables of FunctionBody it reads
 /// (their initializers and every value stored into them). What a collective of the
 /// accelerator returns is the same everywhere, and so are parameters and globals.
-bool computedFromTensors(const clang::Expr *E, const clang::Stmt *FunctionBody);
+/// Override, when given, answers first for any expression on the way (true: from tensors,
+/// false: not, nothing: follow the rules).
+using TensorOriginOverride = std::function<std::optional<bool>(const clang::Expr *)>;
+bool computedFromTensors(const clang::Expr *E, const clang::Stmt *FunctionBody,
+                         const TensorOriginOverride &Override = {});
 
 } // namespace accel::rewrites

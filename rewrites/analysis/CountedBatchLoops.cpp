@@ -163,12 +163,27 @@ const Expr *cutOf(const DeclRefExpr *Ref, ASTContext &Ctx, const VarDecl **Offse
 /// The integer variables a cut (or an offset's initializer) sizes its batch with: added to or
 /// multiplied with an expression of the counter or of an offset computed from it (`b * size`,
 /// `i + batch`, `start + batch`), or narrow's length.
+/// A batch size written as an integer member of a local or parameter (`cfg.batch_size`),
+/// added to Members once.
+void addBatchSizeMember(
+    const Expr *E, llvm::SmallVector<std::pair<const VarDecl *, const FieldDecl *>, 1> &Members) {
+  const auto *Member = dyn_cast<MemberExpr>(E->IgnoreParenImpCasts());
+  const auto *Field = Member ? dyn_cast<FieldDecl>(Member->getMemberDecl()) : nullptr;
+  const VarDecl *Var = Member ? namedVar(Member->getBase()) : nullptr;
+  if (Field && Var && Field->getType()->isIntegerType() &&
+      !llvm::is_contained(Members, std::make_pair(Var, Field))) {
+    Members.emplace_back(Var, Field);
+  }
+}
+
 void batchSizesOf(const Expr *Cut, const VarDecl *Counter, llvm::ArrayRef<const VarDecl *> Offsets,
-                  llvm::SmallVector<const VarDecl *, 2> &Sizes) {
+                  llvm::SmallVector<const VarDecl *, 2> &Sizes,
+                  llvm::SmallVector<std::pair<const VarDecl *, const FieldDecl *>, 1> &Members) {
   auto Counts = [&](const VarDecl *Var) {
     return Var == Counter || llvm::is_contained(Offsets, Var);
   };
   auto Add = [&](const Expr *E) {
+    addBatchSizeMember(E, Members);
     const auto *Ref = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
     const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
     if (Var && !Counts(Var) && Var->getType()->isIntegerType() && !llvm::is_contained(Sizes, Var)) {
@@ -342,6 +357,9 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   llvm::SmallVector<const Expr *, 3> Sizes(Aheads.begin(), Aheads.end());
   Sizes.push_back(Step);
   for (const Expr *Size : Sizes) {
+    if (Size) {
+      addBatchSizeMember(Size, Result.BatchSizeMembers);
+    }
     const auto *Ref = Size ? dyn_cast<DeclRefExpr>(Size->IgnoreParenImpCasts()) : nullptr;
     const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
     if (Var && Var->getType()->isIntegerType() && !llvm::is_contained(Result.BatchSizes, Var)) {
@@ -350,11 +368,12 @@ CountedBatchLoop analyzeCountedBatchLoop(const ForStmt *Loop, ASTContext &Ctx) {
   }
   for (const Expr *Cut : Result.Cuts) {
     if (isa<CXXMemberCallExpr>(Cut)) {
-      batchSizesOf(Cut, Counter, Result.Offsets, Result.BatchSizes);
+      batchSizesOf(Cut, Counter, Result.Offsets, Result.BatchSizes, Result.BatchSizeMembers);
     }
   }
   for (const VarDecl *Offset : Result.Offsets) {
-    batchSizesOf(Offset->getInit(), Counter, Result.Offsets, Result.BatchSizes);
+    batchSizesOf(Offset->getInit(), Counter, Result.Offsets, Result.BatchSizes,
+                 Result.BatchSizeMembers);
   }
   const std::string Name = "'" + Counter->getNameAsString() + "'";
   const std::string ByHand =

@@ -31,6 +31,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
+#include <utility>
 
 namespace accel::rewrites {
 
@@ -66,6 +67,10 @@ struct CountedBatchLoop {
   /// loader's batch size, each is one process's batch by default and the global batch under
   /// split_batches.
   llvm::SmallVector<const clang::VarDecl *, 2> BatchSizes;
+  /// The same written as a member of a local or a parameter (`h.batch_size` of a settings
+  /// struct): the variable and the member.
+  llvm::SmallVector<std::pair<const clang::VarDecl *, const clang::FieldDecl *>, 1>
+      BatchSizeMembers;
   /// Why the loop cannot be shared this way, and what to write instead; empty when it can.
   std::string Problem;
 

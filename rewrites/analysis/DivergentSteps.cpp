@@ -35,6 +35,55 @@ const Stmt *functionBodyAround(const Stmt *S, const Stmt *Fallback, ASTContext &
   return Fallback;
 }
 
+/// Whether E, inside a sharded loop, may differ between the processes: computed from tensors
+/// (computedFromTensors), except the shape of a tensor every process holds whole (a variable
+/// made outside the sharded loops and not assigned in one: `n = x.size(0)`, a schedule's
+/// length from the data set's size). A loop's counter used for more than cutting its batches
+/// is declined apart (CountedBatchLoops).
+bool differsInShardedLoop(const Expr *E, const Stmt *FunctionBody, ASTContext &Ctx) {
+  auto OutsideShardedLoops = [&](const VarDecl *Var) {
+    auto Parents = Ctx.getParents(*Var);
+    const Stmt *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+    if (!Var->hasLocalStorage() || isa<ParmVarDecl>(Var)) {
+      return true;
+    }
+    if (!Declaration || insideShardedLoop(Declaration, Ctx)) {
+      return false;
+    }
+    bool AssignedInside = false;
+    forEachStmt(FunctionBody, [&](const Stmt *S) {
+      const Expr *Target = assignmentTarget(S);
+      const auto *Ref =
+          dyn_cast_or_null<DeclRefExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
+      AssignedInside =
+          AssignedInside || (Ref && Ref->getDecl() == Var && insideShardedLoop(S, Ctx));
+    });
+    return !AssignedInside;
+  };
+  TensorOriginOverride SameEverywhere = [&](const Expr *Part) -> std::optional<bool> {
+    const auto *Shape = dyn_cast<CXXMemberCallExpr>(Part);
+    const CXXMethodDecl *Method = Shape ? Shape->getMethodDecl() : nullptr;
+    if (!Method || !Method->getDeclName().isIdentifier() ||
+        !llvm::is_contained({"size", "sizes", "numel", "dim"}, Method->getName()) ||
+        !isTensorType(Shape->getImplicitObjectArgument()->getType())) {
+      return std::nullopt;
+    }
+    const auto *Object =
+        dyn_cast<DeclRefExpr>(Shape->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    const auto *Var = Object ? dyn_cast<VarDecl>(Object->getDecl()) : nullptr;
+    for (const Expr *Argument : Shape->arguments()) {
+      if (computedFromTensors(Argument, FunctionBody)) {
+        return std::nullopt;
+      }
+    }
+    if (Var && OutsideShardedLoops(Var)) {
+      return false;
+    }
+    return std::nullopt;
+  };
+  return computedFromTensors(E, FunctionBody, SameEverywhere);
+}
+
 /// Values that differ between the processes after the rewrite: what this process's shard
 /// gave a local variable (inside a sharded loop, from tensors) and accel-reduce does not
 /// combine where it is read.
@@ -82,7 +131,7 @@ struct ShardValues {
     const bool Number = Var->getType().getNonReferenceType()->isArithmeticType();
     auto Given = [&](const Stmt *Where, const Expr *Value) {
       if (insideShardedLoop(Where, Ctx)) {
-        return computedFromTensors(Value, FunctionBody);
+        return differsInShardedLoop(Value, FunctionBody, Ctx);
       }
       return Number && fromShard(Value, Depth + 1);
     };
@@ -196,8 +245,10 @@ bool underConditionThatDiffers(const Stmt *S, ASTContext &Ctx) {
     }
     const Expr *Condition = conditionOf(Parent);
     // Not the condition itself: S is evaluated by every process that reaches the statement.
-    if (Condition && Condition != Child &&
-        ((insideShardedLoop(Condition, Ctx) && computedFromTensors(Condition, FunctionBody)) ||
+    // Nor the sharded loop's own: every process runs it as often (the rewrite evens them).
+    if (Condition && Condition != Child && !iteratesShardedLoader(Parent, Ctx) &&
+        ((insideShardedLoop(Condition, Ctx) &&
+          differsInShardedLoop(Condition, FunctionBody, Ctx)) ||
          Values.fromShard(Condition, 0))) {
       return true;
     }
@@ -221,7 +272,7 @@ std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {
         isa<ReturnStmt, GotoStmt, CXXThrowExpr>(S) || (!Nested && isa<BreakStmt, ContinueStmt>(S));
     if (Leaves || isBackwardCall(S) || isOptimizerStep(S, Step)) {
       for (const Expr *Condition : Conditions) {
-        if (computedFromTensors(Condition, FunctionBody)) {
+        if (differsInShardedLoop(Condition, FunctionBody, Ctx)) {
           Result = DivergentStep{S, Condition, Leaves};
           return;
         }
@@ -331,7 +382,7 @@ std::optional<DivergentStep> divergentSetting(const Stmt *Loop, ASTContext &Ctx)
         return;
       }
       for (const Expr *Argument : Helper->arguments()) {
-        if ((insideShardedLoop(Helper, Ctx) && computedFromTensors(Argument, FunctionBody)) ||
+        if ((insideShardedLoop(Helper, Ctx) && differsInShardedLoop(Argument, FunctionBody, Ctx)) ||
             Values.fromShard(Argument, 0)) {
           Value = Argument;
         }
@@ -342,7 +393,7 @@ std::optional<DivergentStep> divergentSetting(const Stmt *Loop, ASTContext &Ctx)
       Value = Value ? Value : Helper;
     }
     if (Value != Set &&
-        ((insideShardedLoop(Set, Ctx) && computedFromTensors(Value, FunctionBody)) ||
+        ((insideShardedLoop(Set, Ctx) && differsInShardedLoop(Value, FunctionBody, Ctx)) ||
          Values.fromShard(Value, 0))) {
       Result = DivergentStep{Set, Value, false};
     } else if (underConditionThatDiffers(Set, Ctx)) {

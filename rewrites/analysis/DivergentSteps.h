@@ -39,7 +39,9 @@ struct DivergentStep {
 
 /// The first statement of Loop's body that leaves the loop or the iteration, or runs backward
 /// or an optimizer step, under a condition computed from tensors (the batch, the loss, the
-/// model's output) directly or through local variables; none when there is no such statement.
+/// model's output) directly or through local variables; none when there is no such
+/// statement. The shape of a tensor every process holds whole (`X.size(0)` of the data set)
+/// is the same everywhere.
 std::optional<DivergentStep> divergentStep(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
 /// The same one level up: a loop around the training loop Loop (the epoch loop) that leaves,
@@ -52,9 +54,11 @@ std::optional<DivergentStep> divergentStep(const clang::Stmt *Loop, clang::ASTCo
 std::optional<DivergentStep> divergentLeaveAround(const clang::Stmt *Loop, clang::ASTContext &Ctx);
 
 /// Whether S runs under a condition (an if, a loop, `?:`, `&&`, `||` of its function) whose
-/// value may differ between the processes after the rewrite: computed from tensors inside a
-/// sharded loop, or reading a value given there that accel-reduce does not combine. A
-/// collective there (accelerator.reduce) would wait forever for the processes that skip it.
+/// value may differ between the processes after the rewrite: computed inside a sharded loop
+/// from tensors (as for divergentStep), or reading a value given there that
+/// accel-reduce does not combine. The sharded loop's own condition does not count: every
+/// process runs it as often. A collective there (accelerator.reduce) would wait forever for
+/// the processes that skip it.
 bool underConditionThatDiffers(const clang::Stmt *S, clang::ASTContext &Ctx);
 
 /// A setting of the optimizer (its learning rate, momentum or weight decay, through its

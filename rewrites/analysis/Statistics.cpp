@@ -253,6 +253,10 @@ struct Write {
   /// For Add: what is added (null for ++); for Last and an assignment of Other: what is
   /// assigned.
   const Expr *Increment;
+  /// For Add: each element of Increment is added somewhere into the tensor
+  /// (`t.index_put_(indices, values, true)`, `t.index_add_(0, index, source)`): per-sample
+  /// values make a sum, whatever they are.
+  bool ElementsAdded = false;
 };
 
 /// In `x = x + v` or `x = v + x` (Sum is the right-hand side, for a number or a tensor), the
@@ -317,6 +321,20 @@ std::optional<Write> tensorWrite(const VarDecl *Var, const Stmt *S, ASTContext &
   }
   if (Callee->getName() == "zero_") {
     return Write{Write::Reset, S, nullptr};
+  }
+  // Counted in place (`confusion.index_put_({target, pred}, ones, true)`, `t.index_add_(0,
+  // index, source)`, `t.scatter_add_(0, index, source)`): its values are added up.
+  const llvm::StringRef Name = Callee->getName();
+  bool Accumulates = false;
+  if (Name == "index_put_" && Method->getNumArgs() == 3) {
+    const auto *Flag = dyn_cast<CXXBoolLiteralExpr>(Method->getArg(2)->IgnoreParenImpCasts());
+    Accumulates = Flag && Flag->getValue();
+  }
+  if (Accumulates ||
+      ((Name == "index_add_" || Name == "scatter_add_") && Method->getNumArgs() == 3)) {
+    Write Added{Write::Add, S, Method->getArg(Accumulates ? 1 : 2)};
+    Added.ElementsAdded = true;
+    return Added;
   }
   // Changed in place another way (`confusion.index_put_(..., true)`): computed, from the call.
   return Write{Write::Other, S, Method};
@@ -738,6 +756,10 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
     }
     Updated = true;
     BatchValue Value = W.Increment ? classifyBatchValue(W.Increment, Ctx) : BatchValue::Constant;
+    if (W.ElementsAdded) {
+      // Values per sample, each added into the tensor: together, a sum over the batch.
+      Value = Value == BatchValue::PerSample ? BatchValue::Sum : BatchValue::Unknown;
+    }
     if (Value != BatchValue::Sum && insideLoopWithinShardedLoop(W.At, Ctx) &&
         !declaredInsideShardedLoop(Var, Ctx)) {
       // `++seen` or a per-sample loss's mean in a loop over the batch's samples counts or sums
@@ -891,6 +913,46 @@ bool passedByConstReference(const DeclRefExpr *Ref, ASTContext &Ctx) {
   return false;
 }
 
+/// A tensor handed, outside the loops over batches, to a function of the program that takes
+/// it by const reference or by value (`report("train", confusion)` after the epoch): read
+/// there. In the loop it is an input (a recurrent state given to the model's forward).
+bool tensorPassedToProgramFunction(const DeclRefExpr *Ref, ASTContext &Ctx) {
+  if (nearestBatchLoopIsSharded(Ref, Ctx)) {
+    return false;
+  }
+  const Expr *Argument = Ref;
+  auto Parents = Ctx.getParents(*Ref);
+  while (!Parents.empty() &&
+         (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<CXXConstructExpr>() ||
+          Parents[0].get<MaterializeTemporaryExpr>() || Parents[0].get<CXXBindTemporaryExpr>())) {
+    const auto *Wrapper = Parents[0].get<Expr>();
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(Wrapper);
+        Construct && !Construct->getConstructor()->isCopyOrMoveConstructor()) {
+      return false;
+    }
+    Argument = Wrapper;
+    Parents = Ctx.getParents(*Wrapper);
+  }
+  const auto *Call = Parents.empty() ? nullptr : Parents[0].get<CallExpr>();
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  const FunctionDecl *Definition = nullptr;
+  if (!Callee || isa<CXXOperatorCallExpr>(Call) || !Callee->hasBody(Definition) ||
+      !Ctx.getSourceManager().isWrittenInMainFile(Definition->getLocation())) {
+    return false;
+  }
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call);
+      Member && isModelType(Member->getObjectType())) {
+    return false; // a model's forward, or another of its methods: an input
+  }
+  for (unsigned I = 0; I < Call->getNumArgs() && I < Definition->getNumParams(); ++I) {
+    if (Call->getArg(I) == Argument) {
+      const QualType Type = Definition->getParamDecl(I)->getType();
+      return !Type->isReferenceType() || Type.getNonReferenceType().isConstQualified();
+    }
+  }
+  return false;
+}
+
 /// Whether Ref's value goes into a tensor that a backward call of its function differentiates
 /// (`l2` in `auto loss = mse + 0.1 * l2.sqrt(); loss.backward();`), directly or through a few
 /// local variables.
@@ -944,9 +1006,10 @@ bool isStatisticRead(const DeclRefExpr *Ref, ASTContext &Ctx, StatisticRead &Rea
   // A value read is an lvalue-to-rvalue conversion (for a tensor, a use of its value), or a
   // number bound to a const reference; updates, resets and other references are not.
   const bool Reads =
-      Var && (isTensorVar(Var) ? readsTensorValue(Ref, Ctx)
-                               : (Value && Value->getCastKind() == CK_LValueToRValue) ||
-                                     passedByConstReference(Ref, Ctx));
+      Var &&
+      (isTensorVar(Var) ? readsTensorValue(Ref, Ctx) || tensorPassedToProgramFunction(Ref, Ctx)
+                        : (Value && Value->getCastKind() == CK_LValueToRValue) ||
+                              passedByConstReference(Ref, Ctx));
   if (!Reads || insideOwnUpdate(Ref, Ctx)) {
     return false;
   }
@@ -1313,6 +1376,39 @@ llvm::SmallVector<const FunctionDecl *, 2> calledLambdas(const CXXOperatorCallEx
 
 /// Whether Param of Definition (a function of the main file) is printed there and never
 /// changed.
+/// The local variable of Definition whose initializer holds Use (`auto cmf = cm.to(...)`),
+/// or null.
+const VarDecl *initializedWith(const DeclRefExpr *Use, const FunctionDecl *Definition,
+                               ASTContext &Ctx) {
+  for (const DynTypedNode &Ancestor : ancestors(DynTypedNode::create(*Use), Ctx)) {
+    if (const auto *Var = Ancestor.get<VarDecl>()) {
+      return Var->isLocalVarDecl() && Var->getDeclContext() == Definition ? Var : nullptr;
+    }
+    if (!Ancestor.get<Expr>()) {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+/// Whether Use, a read in Definition, reaches a print: printed itself (printedUncombined), or
+/// through locals made from it (`auto cmf = cm.to(torch::kDouble); auto tp = cmf.diag();
+/// ... printf(..., acc)`).
+bool reachesPrint(const DeclRefExpr *Use, const FunctionDecl *Definition, ASTContext &Ctx,
+                  int Hops) {
+  if (printedUncombined(Use, Ctx, false, Hops + 1)) {
+    return true;
+  }
+  const VarDecl *Local = Hops < MaxPrintHops ? initializedWith(Use, Definition, Ctx) : nullptr;
+  bool Printed = false;
+  forEachStmt(Local ? Definition->getBody() : nullptr, [&](const Stmt *Child) {
+    const auto *Next = dyn_cast<DeclRefExpr>(Child);
+    Printed = Printed ||
+              (Next && Next->getDecl() == Local && reachesPrint(Next, Definition, Ctx, Hops + 1));
+  });
+  return Printed;
+}
+
 bool printsParameter(const FunctionDecl *Definition, const ParmVarDecl *Param, ASTContext &Ctx,
                      int Hops) {
   const QualType Type = Param->getType();
@@ -1324,7 +1420,7 @@ bool printsParameter(const FunctionDecl *Definition, const ParmVarDecl *Param, A
     const auto *Use = dyn_cast<DeclRefExpr>(Child);
     if (Use && Use->getDecl() == Param) {
       Changed = Changed || changesWhatItNames(Use, Ctx);
-      Printed = Printed || printedUncombined(Use, Ctx, false, Hops + 1);
+      Printed = Printed || reachesPrint(Use, Definition, Ctx, Hops);
     }
   });
   return Printed && !Changed;

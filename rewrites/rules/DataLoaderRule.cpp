@@ -355,8 +355,7 @@ bool onlyBoundsCountedLoops(const VarDecl *Var, const FunctionDecl *Function, AS
 /// Whether Ref lies in the header or a cut of a loop of Function that cuts shared batches by
 /// a counter (`i += batch_size`, `X.slice(0, i, i + batch_size)`): batch_range and
 /// batch_rows share those, so they stay right.
-bool inCountedLoopHeaderOrCut(const DeclRefExpr *Ref, const FunctionDecl *Function,
-                              ASTContext &Ctx) {
+bool inCountedLoopHeaderOrCut(const Expr *Ref, const FunctionDecl *Function, ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
   bool Inside = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
@@ -375,14 +374,16 @@ bool inCountedLoopHeaderOrCut(const DeclRefExpr *Ref, const FunctionDecl *Functi
   return Inside;
 }
 
-bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const DeclRefExpr *Ref,
-                      ASTContext &Ctx) {
+bool sizesCountedLoop(const VarDecl *Var, const FunctionDecl *Function, const Expr *Ref,
+                      ASTContext &Ctx, const FieldDecl *Field = nullptr) {
   bool Sizes = false;
   forEachStmt(Function->getBody(), [&](const Stmt *S) {
     const auto *Loop = dyn_cast<ForStmt>(S);
     if (Loop && cutsSharedBatches(Loop, Ctx)) {
-      Sizes = Sizes ||
-              llvm::is_contained(AnalysisContext::of(Ctx).countedBatchLoop(Loop).BatchSizes, Var);
+      const CountedBatchLoop &Counted = AnalysisContext::of(Ctx).countedBatchLoop(Loop);
+      Sizes =
+          Sizes || (Field ? llvm::is_contained(Counted.BatchSizeMembers, std::make_pair(Var, Field))
+                          : llvm::is_contained(Counted.BatchSizes, Var));
     }
   });
   if (!Sizes || inCountedLoopHeaderOrCut(Ref, Function, Ctx)) {
@@ -462,7 +463,8 @@ AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
 }
 
 /// The same for a member of a local or parameter (`cfg.epochs * (cfg.n_train /
-/// cfg.batch_size)` with the loader made at `cfg.batch_size`): a Config struct's setting.
+/// cfg.batch_size)` with the loader made at `cfg.batch_size`, or a loop cutting its batches
+/// by `i += cfg.batch_size`): a Config struct's setting.
 AST_MATCHER(MemberExpr, computesWithTrainingBatchSizeMember) {
   ASTContext &Ctx = Finder->getASTContext();
   const auto *Field = dyn_cast<FieldDecl>(Node.getMemberDecl());
@@ -472,7 +474,9 @@ AST_MATCHER(MemberExpr, computesWithTrainingBatchSizeMember) {
     return false;
   }
   const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
-  return Function && Function->getBody() && feedsTrainingLoader(Var, Function, &Node, Ctx, Field);
+  return Function && Function->getBody() &&
+         (feedsTrainingLoader(Var, Function, &Node, Ctx, Field) ||
+          sizesCountedLoop(Var, Function, &Node, Ctx, Field));
 }
 
 /// E's text, in parentheses unless it is one name, literal or call.
@@ -615,9 +619,12 @@ Rule makeDataLoaderRule() {
         const auto *Function = enclosingFunction(DynTypedNode::create(*Ref), *Match.Context);
         // A member's setting feeds a loader by construction; a variable may size the batches
         // a loop cuts by its counter instead.
-        const auto *Named = dyn_cast<DeclRefExpr>(Ref);
-        const bool Loader = !Named || feedsTrainingLoader(cast<VarDecl>(Named->getDecl()), Function,
-                                                          Ref, *Match.Context);
+        const auto *Member = dyn_cast<MemberExpr>(Ref);
+        const bool Loader =
+            Member ? feedsTrainingLoader(namedVar(Member->getBase()), Function, Ref, *Match.Context,
+                                         cast<FieldDecl>(Member->getMemberDecl()))
+                   : feedsTrainingLoader(cast<VarDecl>(cast<DeclRefExpr>(Ref)->getDecl()), Function,
+                                         Ref, *Match.Context);
         const std::string What = Loader ? "' sets a training loader's batch size"
                                         : "' sizes the batches a training loop cuts by its counter";
         if (const Expr *Arithmetic = arithmeticOn(Ref, *Match.Context);

@@ -695,6 +695,38 @@ void state_in_member() {
   }
 }
 
+// A cosine schedule set each step from a step count and the data set's size (the shape of a
+// tensor every process holds whole), in a loop that cuts its batches by a counter: the same
+// on every process, rewritten. Its length, computed with the settings' batch size, is one
+// process's share by default (accel-data-loader says so).
+struct Schedule {
+  int epochs = 2;
+  int64_t batch = 8;
+  double lr = 0.1;
+};
+void cosine_from_the_step_count() {
+  Schedule h;
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), h.lr);
+  auto X = torch::randn({64, 4});
+  const int64_t n = X.size(0);
+  const int64_t total = h.epochs * (n / h.batch);
+  // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:41: warning: 'h.batch' sizes the batches a training loop cuts by its counter, and this computes with it{{.*}} [accel-data-loader]
+  int64_t step = 0;
+  for (int epoch = 0; epoch < h.epochs; ++epoch) {
+    for (int64_t i = 0; i < n; i += h.batch) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n, h.batch)) {
+      double rate = 0.5 * h.lr * (1 + std::cos(M_PI * step / total));
+      for (auto &group : optimizer.param_groups())
+        static_cast<torch::optim::SGDOptions &>(group.options()).lr(rate);
+      optimizer.zero_grad();
+      model->forward(X.slice(0, i, i + h.batch)).pow(2).mean().backward();
+      optimizer.step();
+      ++step;
+    }
+  }
+}
+
 // The last batch's loss kept in a tensor declared around the loop and read after it: each
 // process's own; stopping on it, or cutting the rate on it, would part the processes.
 void stops_on_last_tensor() {
