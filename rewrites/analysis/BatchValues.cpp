@@ -2,6 +2,7 @@
 #include "analysis/BatchValues.h"
 
 #include "analysis/CallGraph.h"
+#include "analysis/DivergentSteps.h"
 
 #include "support/Calls.h"
 #include "support/LibTorchTypes.h"
@@ -49,11 +50,28 @@ int64_t literalArg(llvm::ArrayRef<const Expr *> Args, size_t Index) {
   return Literal ? Literal->getValue().getSExtValue() : -1;
 }
 
+/// Visits every statement of Arguments, and of the initializer of a local options variable
+/// they name (`auto options = CrossEntropyFuncOptions().ignore_index(0);` passed to
+/// cross_entropy), a few levels deep.
+void forEachOptionStmt(const Stmt *Arguments, const std::function<void(const Stmt *)> &Visit,
+                       int Depth = 0) {
+  forEachStmt(Arguments, [&](const Stmt *S) {
+    Visit(S);
+    const auto *Ref = dyn_cast<DeclRefExpr>(S);
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    const CXXRecordDecl *Type = Var ? Var->getType()->getAsCXXRecordDecl() : nullptr;
+    if (Depth < 3 && Var && Var->isLocalVarDecl() && Var->getInit() && Type &&
+        Type->getDeclName().isIdentifier() && Type->getName().ends_with("Options")) {
+      forEachOptionStmt(Var->getInit(), Visit, Depth + 1);
+    }
+  });
+}
+
 /// Whether the options among Arguments weigh classes or ignore some (`weight(w)`,
 /// `ignore_index(k)` of CrossEntropyLoss's or NLLLoss's options).
 bool weighsClasses(const Stmt *Arguments) {
   bool Found = false;
-  forEachStmt(Arguments, [&](const Stmt *S) {
+  forEachOptionStmt(Arguments, [&](const Stmt *S) {
     const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
     const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
     if (Found || !Method || !Method->getDeclName().isIdentifier() ||
@@ -74,7 +92,7 @@ bool weighsClasses(const Stmt *Arguments) {
 /// no rule combines.
 BatchValue lossReduction(const Stmt *Arguments) {
   BatchValue Found = BatchValue::Mean;
-  forEachStmt(Arguments, [&](const Stmt *S) {
+  forEachOptionStmt(Arguments, [&](const Stmt *S) {
     const auto *Ref = dyn_cast<DeclRefExpr>(S);
     if (!Ref || !Ref->getDecl()->getDeclName().isIdentifier()) {
       return;
@@ -611,8 +629,25 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
       }
     }
   }
+  // A tensor member of a model (`model->weight`, `net->fc->bias`): a parameter or buffer, the
+  // same on every process once the model is prepared (a penalty on the weights).
+  if (const auto *Member = dyn_cast<MemberExpr>(E); Member && isTensorType(Member->getType())) {
+    QualType Base = Member->getBase()->getType();
+    if (Member->isArrow() && Base->isPointerType()) {
+      Base = Base->getPointeeType();
+    }
+    if (isModelType(Base)) {
+      return BatchValue::Constant;
+    }
+  }
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && heldWholeByEveryProcess(Var, Ctx)) {
+      // Data every process holds whole (the tensors a loop cuts its batches from, a
+      // validation set): what is computed from it alone, and the prepared model, is the same
+      // everywhere.
+      return BatchValue::Constant;
+    }
     if (Var && iteratesModuleParameters(Var, Ctx)) {
       // A parameter of a model (`for (auto &p : model->parameters()) l2 += p.pow(2).sum();`,
       // a penalty): the same on every process, as the prepared model is.

@@ -9,6 +9,7 @@
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/StmtCXX.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -33,55 +34,6 @@ const Stmt *functionBodyAround(const Stmt *S, const Stmt *Fallback, ASTContext &
     }
   }
   return Fallback;
-}
-
-/// Whether E, inside a sharded loop, may differ between the processes: computed from tensors
-/// (computedFromTensors), except the shape of a tensor every process holds whole (a variable
-/// made outside the sharded loops and not assigned in one: `n = x.size(0)`, a schedule's
-/// length from the data set's size). A loop's counter used for more than cutting its batches
-/// is declined apart (CountedBatchLoops).
-bool differsInShardedLoop(const Expr *E, const Stmt *FunctionBody, ASTContext &Ctx) {
-  auto OutsideShardedLoops = [&](const VarDecl *Var) {
-    auto Parents = Ctx.getParents(*Var);
-    const Stmt *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
-    if (!Var->hasLocalStorage() || isa<ParmVarDecl>(Var)) {
-      return true;
-    }
-    if (!Declaration || insideShardedLoop(Declaration, Ctx)) {
-      return false;
-    }
-    bool AssignedInside = false;
-    forEachStmt(FunctionBody, [&](const Stmt *S) {
-      const Expr *Target = assignmentTarget(S);
-      const auto *Ref =
-          dyn_cast_or_null<DeclRefExpr>(Target ? Target->IgnoreParenImpCasts() : nullptr);
-      AssignedInside =
-          AssignedInside || (Ref && Ref->getDecl() == Var && insideShardedLoop(S, Ctx));
-    });
-    return !AssignedInside;
-  };
-  TensorOriginOverride SameEverywhere = [&](const Expr *Part) -> std::optional<bool> {
-    const auto *Shape = dyn_cast<CXXMemberCallExpr>(Part);
-    const CXXMethodDecl *Method = Shape ? Shape->getMethodDecl() : nullptr;
-    if (!Method || !Method->getDeclName().isIdentifier() ||
-        !llvm::is_contained({"size", "sizes", "numel", "dim"}, Method->getName()) ||
-        !isTensorType(Shape->getImplicitObjectArgument()->getType())) {
-      return std::nullopt;
-    }
-    const auto *Object =
-        dyn_cast<DeclRefExpr>(Shape->getImplicitObjectArgument()->IgnoreParenImpCasts());
-    const auto *Var = Object ? dyn_cast<VarDecl>(Object->getDecl()) : nullptr;
-    for (const Expr *Argument : Shape->arguments()) {
-      if (computedFromTensors(Argument, FunctionBody)) {
-        return std::nullopt;
-      }
-    }
-    if (Var && OutsideShardedLoops(Var)) {
-      return false;
-    }
-    return std::nullopt;
-  };
-  return computedFromTensors(E, FunctionBody, SameEverywhere);
 }
 
 /// Values that differ between the processes after the rewrite: what this process's shard
@@ -116,6 +68,75 @@ struct ShardValues {
     return false;
   }
 
+  /// Whether Where runs under a condition of its function (an if, a loop, `?:`) computed from
+  /// the shard's values.
+  bool underShardCondition(const Stmt *Where, int Depth) {
+    const Stmt *Child = Where;
+    for (DynTypedNodeList Parents = Ctx.getParents(*Where); !Parents.empty();
+         Parents = Ctx.getParents(Parents[0])) {
+      if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+        return false;
+      }
+      const Stmt *Parent = Parents[0].get<Stmt>();
+      if (!Parent) {
+        continue;
+      }
+      const Expr *Condition = conditionOf(Parent);
+      if (Condition && Condition != Child && fromShard(Condition, Depth + 1)) {
+        return true;
+      }
+      Child = Parent;
+    }
+    return false;
+  }
+
+  /// Whether a statement of a sharded loop stores a value of this process's batch into Var
+  /// (storesBatchValue) without combining it first (combinesStoredArguments).
+  bool storesUncombinedBatchValues(const VarDecl *Var) {
+    // combinesStoredArguments asks whether its call runs under a condition that differs, which
+    // may read Var again: asked again while deciding, the answer is no.
+    static thread_local llvm::SmallPtrSet<const VarDecl *, 4> Deciding;
+    if (!Deciding.insert(Var).second) {
+      return false;
+    }
+    auto Done = llvm::make_scope_exit([Var] { Deciding.erase(Var); });
+    bool Stores = false;
+    forEachStmt(FunctionBody, [&](const Stmt *S) {
+      std::string Holder;
+      if (Stores || !isa<CXXMemberCallExpr, BinaryOperator, CXXOperatorCallExpr>(S) ||
+          !insideShardedLoop(S, Ctx) || !storesBatchValue(S, Ctx, Holder)) {
+        return;
+      }
+      const Expr *Object = nullptr;
+      if (const auto *Call = dyn_cast<CXXMemberCallExpr>(S)) {
+        llvm::SmallVector<std::pair<const Expr *, std::string>, 2> Combined;
+        if (combinesStoredArguments(Call, Ctx, Combined)) {
+          return;
+        }
+        Object = Call->getImplicitObjectArgument();
+      } else if (const Expr *Target = assignmentTarget(S)) {
+        Object = Target;
+      }
+      // The variable at the root of the object: `losses`, `stats` of `stats.loss`, `*meter`.
+      while (Object) {
+        Object = Object->IgnoreParenImpCasts();
+        if (const auto *Member = dyn_cast<MemberExpr>(Object)) {
+          Object = Member->getBase();
+        } else if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(Object);
+                   Operator && Operator->getNumArgs() >= 1 &&
+                   (Operator->getOperator() == OO_Arrow || Operator->getOperator() == OO_Star ||
+                    Operator->getOperator() == OO_Subscript)) {
+          Object = Operator->getArg(0);
+        } else {
+          break;
+        }
+      }
+      const auto *Root = dyn_cast_or_null<DeclRefExpr>(Object);
+      Stores = Root && Root->getDecl() == Var;
+    });
+    return Stores;
+  }
+
   /// A value given to Var (its initializer, or one stored into it) inside a sharded loop and
   /// computed from tensors there, or, elsewhere, from such a value.
   bool variableFromShard(const VarDecl *Var, int Depth) {
@@ -128,13 +149,22 @@ struct ShardValues {
     Following.insert(Var);
     // Outside the sharded loops only numbers carry a shard's value on (`best = running`,
     // `mean = sum / n`); a tensor or a batch made there comes from data every process sees.
+    // A number set under a condition that differs holds what the condition says (`if
+    // (mean < target) reached = true;`).
     const bool Number = Var->getType().getNonReferenceType()->isArithmeticType();
     auto Given = [&](const Stmt *Where, const Expr *Value) {
       if (insideShardedLoop(Where, Ctx)) {
         return differsInShardedLoop(Value, FunctionBody, Ctx);
       }
-      return Number && fromShard(Value, Depth + 1);
+      return Number && (fromShard(Value, Depth + 1) || underShardCondition(Where, Depth));
     };
+    // A container or an object the sharded loop hands this process's batch values to
+    // (`losses.push_back(loss.item<double>())`, a meter's update with arguments it does not
+    // combine): what is read from it later is this process's.
+    if (!Number && storesUncombinedBatchValues(Var)) {
+      Following.erase(Var);
+      return true;
+    }
     bool Found = false;
     if (Var->getInit()) {
       auto Parents = Ctx.getParents(*Var);
@@ -158,6 +188,67 @@ struct ShardValues {
 };
 
 } // namespace
+
+bool differsInShardedLoop(const Expr *E, const Stmt *FunctionBody, ASTContext &Ctx) {
+  TensorOriginOverride SameEverywhere = [&](const Expr *Part) -> std::optional<bool> {
+    const auto *Shape = dyn_cast<CXXMemberCallExpr>(Part);
+    const CXXMethodDecl *Method = Shape ? Shape->getMethodDecl() : nullptr;
+    if (!Method || !Method->getDeclName().isIdentifier() ||
+        !llvm::is_contained({"size", "sizes", "numel", "dim"}, Method->getName())) {
+      return std::nullopt;
+    }
+    const VarDecl *Var = namedVar(Shape->getImplicitObjectArgument());
+    if (!Var || !heldWholeByEveryProcess(Var, Ctx)) {
+      return std::nullopt;
+    }
+    for (const Expr *Argument : Shape->arguments()) {
+      if (computedFromTensors(Argument, FunctionBody)) {
+        return std::nullopt;
+      }
+    }
+    return false;
+  };
+  return computedFromTensors(E, FunctionBody, SameEverywhere);
+}
+
+bool heldWholeByEveryProcess(const VarDecl *Var, ASTContext &Ctx) {
+  // Which loops are sharded is itself decided from what values are (a counted loop's cuts
+  // are classified); asked again while it is being decided, the answer is the cautious one.
+  static thread_local bool Deciding = false;
+  if (Deciding) {
+    return false;
+  }
+  Deciding = true;
+  auto Done = llvm::make_scope_exit([] { Deciding = false; });
+  const auto *Function = dyn_cast_or_null<FunctionDecl>(Var->getDeclContext());
+  const Stmt *Body = Function ? Function->getBody() : nullptr;
+  if (!Body || !Var->hasLocalStorage() || !isTensorType(Var->getType())) {
+    return false;
+  }
+  bool HasShardedLoop = false;
+  forEachStmt(Body, [&](const Stmt *S) {
+    HasShardedLoop = HasShardedLoop || (isa<CXXForRangeStmt, ForStmt, WhileStmt, DoStmt>(S) &&
+                                        iteratesShardedLoader(S, Ctx));
+  });
+  if (!HasShardedLoop) {
+    return false; // a step helper's tensors are its batch's
+  }
+  if (!isa<ParmVarDecl>(Var)) {
+    auto Parents = Ctx.getParents(*Var);
+    const Stmt *Declaration = Parents.empty() ? nullptr : Parents[0].get<DeclStmt>();
+    if (!Declaration || insideShardedLoop(Declaration, Ctx)) {
+      return false;
+    }
+  }
+  // Never changed in a sharded loop: assigned, or changed in place (`t.add_(...)`).
+  bool ChangedInside = false;
+  forEachStmt(Body, [&](const Stmt *S) {
+    const auto *Use = dyn_cast<DeclRefExpr>(S);
+    ChangedInside = ChangedInside || (Use && Use->getDecl() == Var && changesTensor(Use, Ctx) &&
+                                      insideShardedLoop(Use, Ctx));
+  });
+  return !ChangedInside;
+}
 
 bool insideShardedLoop(const Stmt *S, ASTContext &Ctx) {
   for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();

@@ -28,6 +28,20 @@ namespace accel::rewrites {
 /// (a lambda's body is a function of its own).
 bool insideShardedLoop(const clang::Stmt *S, clang::ASTContext &Ctx);
 
+/// Whether Var, a tensor, holds data every process holds whole in a function that trains on
+/// a sharded loop: a local declared outside the sharded loops, or a parameter, of a function
+/// that has one, and never assigned in one (the data set `X` a loop cuts its batches from).
+/// Its shape (`X.size(0)`) is the same on every process, not a batch's.
+bool heldWholeByEveryProcess(const clang::VarDecl *Var, clang::ASTContext &Ctx);
+
+/// Whether E, computed inside a sharded loop, may differ between the processes: computed from
+/// tensors (computedFromTensors), except the shape of a tensor every process holds whole
+/// (`n = X.size(0)`, a schedule's length from the data set's size). A loop's counter used for
+/// more than cutting its batches is declined apart (CountedBatchLoops). FunctionBody is the
+/// body of E's function.
+bool differsInShardedLoop(const clang::Expr *E, const clang::Stmt *FunctionBody,
+                          clang::ASTContext &Ctx);
+
 struct DivergentStep {
   /// The break, continue, return, goto or throw, or the backward or optimizer step.
   const clang::Stmt *Statement = nullptr;

@@ -672,7 +672,8 @@ StatisticRead classifyStatisticRead(const VarDecl *Var, const Stmt *Read, ASTCon
         return false;
       }
       BatchValue Value = classifyBatchValue(W.Increment, Ctx);
-      return mentionsTensor(W.Increment) || computedFromTensors(W.Increment, Function->getBody()) ||
+      return mentionsTensor(W.Increment) ||
+             differsInShardedLoop(W.Increment, Function->getBody(), Ctx) ||
              Value == BatchValue::Sum || Value == BatchValue::Mean;
     });
     // After the loop, the last batch's loss as this process saw it (`if (loss.item<float>() <
@@ -1557,11 +1558,6 @@ bool printsBatchValue(const CXXMemberCallExpr *Item, ASTContext &Ctx, std::strin
   return !Op.empty();
 }
 
-namespace {
-
-/// Whether Use, naming a tensor, is the target of a change of its values or of the variable:
-/// the object of an in-place method (`t.add_(v)`, `t.index_put_(...)`, through views such as
-/// `t[0]` or `t.select(...)`), or the left side of an assignment (`t[0] += v`, `t = ...`).
 bool changesTensor(const DeclRefExpr *Use, ASTContext &Ctx) {
   const Expr *Current = Use;
   for (int Depth = 0; Depth < 16; ++Depth) {
@@ -1603,6 +1599,8 @@ bool changesTensor(const DeclRefExpr *Use, ASTContext &Ctx) {
   }
   return false;
 }
+
+namespace {
 
 /// The statement Use is part of: the outermost expression around it (an expression
 /// statement, a declaration's initializer).

@@ -60,6 +60,11 @@ bool readsUnclearStatistic(const clang::DeclRefExpr *Ref, clang::ASTContext &Ctx
 bool rescalesStatistic(const clang::CompoundAssignOperator *Rescale, clang::ASTContext &Ctx,
                        StatisticRead &Read);
 
+/// Whether Use, naming a tensor, is the target of a change of its values or of the variable:
+/// the object of an in-place method (`t.add_(v)`, `t.index_put_(...)`, through views such as
+/// `t[0]` or `t.select(...)`), or the left side of an assignment (`t[0] += v`, `t = ...`).
+bool changesTensor(const clang::DeclRefExpr *Use, clang::ASTContext &Ctx);
+
 /// Whether S runs only on some processes: it is inside an `if`, loop or `?:` whose condition
 /// asks the accelerator which process this is (is_main_process(), process_index(), ...). A
 /// collective there would wait forever for the processes that skip it.

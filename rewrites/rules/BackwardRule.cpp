@@ -99,6 +99,76 @@ bool weighsClassesOfShardedBatches(const CallExpr *Backward, ASTContext &Ctx) {
   return Loss && averagesOverClassWeights(Loss, Ctx);
 }
 
+/// Whether E adds up a term that sums over the batch's samples (BatchValues.h), through +, -,
+/// a scaling by a constant and the local variables it is computed from.
+bool hasSumTerm(const Expr *E, ASTContext &Ctx, int Depth = 0) {
+  E = E ? spelled(E) : nullptr;
+  if (!E || Depth > 6) {
+    return false;
+  }
+  if (classifyBatchValue(E, Ctx) == BatchValue::Sum) {
+    return true;
+  }
+  const Expr *Left = nullptr, *Right = nullptr;
+  bool Additive = false, Product = false;
+  if (const auto *Binary = dyn_cast<BinaryOperator>(E)) {
+    Left = Binary->getLHS();
+    Right = Binary->getRHS();
+    Additive = Binary->isAdditiveOp();
+    Product = Binary->getOpcode() == BO_Mul;
+  } else if (const auto *Operator = dyn_cast<CXXOperatorCallExpr>(E);
+             Operator && Operator->getNumArgs() == 2) {
+    Left = Operator->getArg(0);
+    Right = Operator->getArg(1);
+    Additive = Operator->getOperator() == OO_Plus || Operator->getOperator() == OO_Minus;
+    Product = Operator->getOperator() == OO_Star;
+  }
+  if (Additive) {
+    return hasSumTerm(Left, Ctx, Depth + 1) || hasSumTerm(Right, Ctx, Depth + 1);
+  }
+  if (Product) {
+    return (classifyBatchValue(Left, Ctx) == BatchValue::Constant &&
+            hasSumTerm(Right, Ctx, Depth + 1)) ||
+           (classifyBatchValue(Right, Ctx) == BatchValue::Constant &&
+            hasSumTerm(Left, Ctx, Depth + 1));
+  }
+  const auto *Ref = dyn_cast<DeclRefExpr>(E);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (Var && Var->isLocalVarDecl()) {
+    if (Var->getInit() && !declaredEmpty(Var) && hasSumTerm(Var->getInit(), Ctx, Depth + 1)) {
+      return true;
+    }
+    return llvm::any_of(assignedValues(Var),
+                        [&](const Expr *Value) { return hasSumTerm(Value, Ctx, Depth + 1); });
+  }
+  return false;
+}
+
+/// Whether Backward, in a loop over a sharded loader, differentiates a loss that is neither a
+/// mean nor a sum over the batch's samples by what BatchValues can tell, and adds up a term
+/// that sums over them (a mean plus a sum, a sum plus a penalty on the parameters):
+/// accelerator.backward would average the processes' gradients, right for a mean only, and
+/// scaling it all would scale the penalty too.
+bool differentiatesUnclearReduction(const CallExpr *Backward, ASTContext &Ctx) {
+  const LoopPlan *Plan =
+      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Backward), Ctx);
+  if (!Plan || !Plan->sound() || !Plan->Loader || isInstantiatedPattern(Function)) {
+    return false;
+  }
+  const Expr *Loss = nullptr;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Backward)) {
+    Loss = Member->getImplicitObjectArgument();
+  } else if (Backward->getNumArgs() > 0) {
+    Loss = singleElement(Backward->getArg(0));
+  }
+  if (!Loss || averagesOverClassWeights(Loss, Ctx)) {
+    return false;
+  }
+  const BatchValue Kind = classifyBatchValue(Loss, Ctx);
+  return Kind != BatchValue::Mean && Kind != BatchValue::Sum && hasSumTerm(Loss, Ctx);
+}
+
 /// The tensor a backward call (`loss.backward()`) differentiates, when it is a class-weighted
 /// mean of batches each process computes on its own part of.
 AST_MATCHER(Expr, differentiatedClassWeighted) {
@@ -111,6 +181,19 @@ AST_MATCHER(Expr, differentiatedClassWeighted) {
     Call = Up.empty() ? nullptr : Up[0].get<CXXMemberCallExpr>();
   }
   return Call && isBackwardCall(Call) && weighsClassesOfShardedBatches(Call, Ctx);
+}
+
+/// The same for a loss whose reduction cannot be told (differentiatesUnclearReduction).
+AST_MATCHER(Expr, differentiatedUnclearReduction) {
+  ASTContext &Ctx = Finder->getASTContext();
+  auto Parents = Ctx.getParents(Node);
+  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
+  const CXXMemberCallExpr *Call = nullptr;
+  if (Member) {
+    auto Up = Ctx.getParents(*Member);
+    Call = Up.empty() ? nullptr : Up[0].get<CXXMemberCallExpr>();
+  }
+  return Call && isBackwardCall(Call) && differentiatesUnclearReduction(Call, Ctx);
 }
 
 std::optional<std::string> replacement(const MatchResult &Match) {
@@ -227,8 +310,18 @@ Rule makeBackwardRule() {
                    "original's exactly, make the loss's reduction kSum and divide it by "
                    "accelerator.reduce(weight.index_select(0, target).sum(), \"sum\"), times "
                    "accelerator.num_processes()"));
+  auto UnclearLoss = makeRule(
+      expr(inUserCode(), differentiatedUnclearReduction()).bind("loss"), noEdits(),
+      warn("loss", "accel-rewrite cannot tell whether this loss is a mean or a sum over the "
+                   "batch's samples (it adds a mean and a sum, or a sum and a term that does "
+                   "not depend on the batch, such as a penalty on the weights): "
+                   "accelerator.backward averages the processes' gradients, which is right for "
+                   "a mean only, so the gradient of a sum over this process's part would be 1/N "
+                   "of the original's. Multiply each term summed over the batch by "
+                   "accelerator.num_processes() by hand (`accelerator.backward(recon + kl * "
+                   "accelerator.num_processes())`), leaving means and penalties as they are"));
   return applyFirst<Finding>(
-      {WeightedLoss,
+      {WeightedLoss, UnclearLoss,
        makeRule(callExpr(Backward, beforePrepare()), noEdits(),
                 explain("call", "this backward runs before prepare (a demonstration such as a "
                                 "gradient check): left as written, no setting applies yet")),

@@ -14,6 +14,9 @@
 
 #include <torch/torch.h>
 
+#include <numeric>
+#include <vector>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -70,6 +73,22 @@ int main() {
       // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:7: warning: torch::save under a branch on a value of this process's batches{{.*}} [accel-save]
       // CHECK-FIXES: {{^}}      torch::save(model, "best.pt");
     }
+  }
+  // The same decided after the loop on values kept in a container (each process's own
+  // batches' losses): warned, not made a save that waits for every process.
+  std::vector<double> losses;
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto loss = model(batch.data).pow(2).mean();
+    loss.backward();
+    optimizer.step();
+    losses.push_back(loss.item<double>());
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: a value of this process's batch goes into 'losses'{{.*}} [accel-reduce]
+  }
+  double mean_loss = std::accumulate(losses.begin(), losses.end(), 0.0) / losses.size();
+  if (mean_loss < best) {
+    torch::save(model, "best_epoch.pt");
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: torch::save under a branch on a value of this process's batches{{.*}} [accel-save]
   }
   // Already on one process: as it is.
   if (model->weight.size(0) > 0) {

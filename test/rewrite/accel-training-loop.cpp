@@ -247,6 +247,52 @@ void lambda_helper() {
   fit(model, optimizer);
 }
 
+// A loss that adds a mean and a sum over the batch (a VAE's reconstruction mean and its KL
+// summed over the batch), or a sum and a penalty on the weights: rewritten, with a warning at
+// the loss that says how to scale it by hand. A sum reduced through options held in a
+// variable is scaled like one named in the call.
+void mean_plus_sum() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto out = model->forward(batch.data);
+    auto loss = out.pow(2).mean() + out.abs().sum();
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: accel-rewrite cannot tell whether this loss is a mean or a sum over the batch's samples{{.*}} [accel-backward]
+    // CHECK-FIXES: {{^}}    accelerator.backward(loss);
+    optimizer.step();
+  }
+}
+void sum_plus_penalty() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto loss = model->forward(batch.data).pow(2).sum() + 0.01 * model->fc->weight.pow(2).sum();
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: accel-rewrite cannot tell whether this loss is a mean or a sum{{.*}} [accel-backward]
+    // CHECK-FIXES: {{^}}    accelerator.backward(loss);
+    optimizer.step();
+  }
+}
+void sum_in_options_variable() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  auto summed = torch::nn::functional::MSELossFuncOptions().reduction(torch::kSum);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto out = model->forward(batch.data);
+    auto loss = torch::nn::functional::mse_loss(out, torch::zeros_like(out), summed);
+    loss.backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(loss * accelerator.num_processes());
+    optimizer.step();
+  }
+}
+
 // Batches cut by hand with a loop's counter that the loop also uses for something else (a
 // progress line): each process would run other iterations than the original, so the loop is
 // declined. One that leaves early is too.
@@ -713,16 +759,66 @@ void cosine_from_the_step_count() {
   const int64_t total = h.epochs * (n / h.batch);
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:41: warning: 'h.batch' sizes the batches a training loop cuts by its counter, and this computes with it{{.*}} [accel-data-loader]
   int64_t step = 0;
+  double rate = h.lr;
   for (int epoch = 0; epoch < h.epochs; ++epoch) {
     for (int64_t i = 0; i < n; i += h.batch) {
       // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, n, h.batch)) {
-      double rate = 0.5 * h.lr * (1 + std::cos(M_PI * step / total));
+      rate = 0.5 * h.lr * (1 + std::cos(M_PI * step / total));
       for (auto &group : optimizer.param_groups())
         static_cast<torch::optim::SGDOptions &>(group.options()).lr(rate);
       optimizer.zero_grad();
       model->forward(X.slice(0, i, i + h.batch)).pow(2).mean().backward();
       optimizer.step();
       ++step;
+    }
+    // The rate is the same on every process: printed as it is.
+    std::printf("rate %f\n", rate);
+    // CHECK-FIXES: {{^}}    accelerator.printf("rate %f\n", rate);
+  }
+}
+
+// Stopping through a flag in the epoch loop's condition, set from this process's smoothed
+// loss: the processes would stop after different numbers of epochs; declined like a break.
+// Set from the epoch's mean (combined where it is read) it is the same everywhere: rewritten.
+void stops_through_a_flag() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto X = torch::randn({64, 4});
+  bool reached = false;
+  double smooth = 1.0;
+  for (int epoch = 0; !reached && epoch < 10; ++epoch) {
+    for (int64_t i = 0; i < 64; i += 8) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this training is left as written, {{.*}}the loop around it stops by its condition on line [[@LINE-2]] when '!reached && epoch < 10'{{.*}} [accel-training-loop]
+      optimizer.zero_grad();
+      auto loss = model->forward(X.slice(0, i, i + 8)).pow(2).mean();
+      loss.backward();
+      optimizer.step();
+      smooth = 0.9 * smooth + 0.1 * loss.item<double>();
+    }
+    if (smooth < 0.05) {
+      // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:9: warning: 'smooth' is kept over this process's batches{{.*}} [accel-reduce]
+      reached = true;
+    }
+  }
+}
+void stops_through_a_flag_on_the_mean() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto X = torch::randn({64, 4});
+  bool reached = false;
+  for (int epoch = 0; !reached && epoch < 10; ++epoch) {
+    double loss_sum = 0;
+    for (int64_t i = 0; i < 64; i += 8) {
+      // CHECK-FIXES: {{^}}    for (int64_t i : accelerator.batch_range(0, 64, 8)) {
+      optimizer.zero_grad();
+      auto loss = model->forward(X.slice(0, i, i + 8)).pow(2).mean();
+      loss.backward();
+      optimizer.step();
+      loss_sum += loss.item<double>();
+    }
+    if (loss_sum / 8 < 0.05) {
+      // CHECK-FIXES: {{^}}    if (accelerator.reduce(loss_sum, "mean") / 8 < 0.05) {
+      reached = true;
     }
   }
 }

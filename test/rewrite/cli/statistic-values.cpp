@@ -226,4 +226,27 @@ int main() {
   // CHECK-FIXES: accelerator.print() << "predicted 1: " << accelerator.reduce(predicted, "sum")[1].item<int64_t>() << "\n";
   report_confusion("scaled", scaled);
   // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'scaled' is kept over this process's batches, but it is computed from this process's batches in a way accel-reduce does not follow{{.*}} [accel-reduce]
+
+  // Data every process holds whole: its size and a count over it (a validation set checked
+  // every few steps) are the same everywhere, printed as they are; one ignoring a class,
+  // through options held in a variable, is warned about at the loss.
+  auto Xall = torch::randn({32, 4});
+  auto Xvalid = Xall.slice(0, 16);
+  auto ignoring = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(1);
+  int64_t seen_rows = 0;
+  for (int64_t i = 0; i < 16; i += 4) {
+    auto logits = classifier->forward(Xall.slice(0, i, i + 4));
+    auto loss = torch::nn::functional::cross_entropy(logits, logits.argmax(1), ignoring);
+    csgd.zero_grad();
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss is averaged with class weights (or an ignore_index){{.*}} [accel-backward]
+    csgd.step();
+    seen_rows += 4;
+    int64_t valid_zeros = classifier->forward(Xvalid).argmax(1).eq(0).sum().item<int64_t>();
+    std::printf("%lld/%lld rows, %lld of %lld valid\n", static_cast<long long>(seen_rows),
+                static_cast<long long>(Xall.size(0)), static_cast<long long>(valid_zeros),
+                static_cast<long long>(Xvalid.size(0)));
+    // CHECK-FIXES: static_cast<long long>(Xall.size(0)), static_cast<long long>(valid_zeros),
+    // CHECK-FIXES-NEXT: static_cast<long long>(Xvalid.size(0)));
+  }
 }
