@@ -267,6 +267,8 @@ const Program kPrinting[] = {
     {"iterators_course", true, true},
     // Sums returned in a struct, a std::function callback printing the batch loss.
     {"engineering_stats", true, true},
+    // A confusion matrix and a histogram counted in tensors, a lambda that captures nothing.
+    {"applied_counts", true, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Programs, Corpus,
