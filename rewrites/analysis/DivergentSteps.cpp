@@ -36,6 +36,30 @@ const Stmt *functionBodyAround(const Stmt *S, const Stmt *Fallback, ASTContext &
   return Fallback;
 }
 
+/// Calls Visit with each condition around S in its function (an if's, a loop's, `?:`'s,
+/// `&&`'s), innermost first, with the statement it belongs to; not S itself when S is one.
+/// Stops at the first for which Visit returns true, and returns whether one did.
+bool anyConditionAround(const Stmt *S, ASTContext &Ctx,
+                        llvm::function_ref<bool(const Stmt *Owner, const Expr *Condition)> Visit) {
+  const Stmt *Child = S;
+  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
+      return false;
+    }
+    const Stmt *Parent = Parents[0].get<Stmt>();
+    if (!Parent) {
+      continue;
+    }
+    const Expr *Condition = conditionOf(Parent);
+    if (Condition && Condition != Child && Visit(Parent, Condition)) {
+      return true;
+    }
+    Child = Parent;
+  }
+  return false;
+}
+
 /// Values that differ between the processes after the rewrite: what this process's shard
 /// gave a local variable (inside a sharded loop, from tensors) and accel-reduce does not
 /// combine where it is read.
@@ -71,23 +95,9 @@ struct ShardValues {
   /// Whether Where runs under a condition of its function (an if, a loop, `?:`) computed from
   /// the shard's values.
   bool underShardCondition(const Stmt *Where, int Depth) {
-    const Stmt *Child = Where;
-    for (DynTypedNodeList Parents = Ctx.getParents(*Where); !Parents.empty();
-         Parents = Ctx.getParents(Parents[0])) {
-      if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
-        return false;
-      }
-      const Stmt *Parent = Parents[0].get<Stmt>();
-      if (!Parent) {
-        continue;
-      }
-      const Expr *Condition = conditionOf(Parent);
-      if (Condition && Condition != Child && fromShard(Condition, Depth + 1)) {
-        return true;
-      }
-      Child = Parent;
-    }
-    return false;
+    return anyConditionAround(Where, Ctx, [&](const Stmt *, const Expr *Condition) {
+      return fromShard(Condition, Depth + 1);
+    });
   }
 
   /// Whether a statement of a sharded loop stores a value of this process's batch into Var
@@ -324,28 +334,14 @@ std::optional<DivergentStep> divergentLeaveAround(const Stmt *Loop, ASTContext &
 bool underConditionThatDiffers(const Stmt *S, ASTContext &Ctx) {
   const Stmt *FunctionBody = functionBodyAround(S, S, Ctx);
   ShardValues Values{Ctx, FunctionBody, {}};
-  const Stmt *Child = S;
-  for (DynTypedNodeList Parents = Ctx.getParents(*S); !Parents.empty();
-       Parents = Ctx.getParents(Parents[0])) {
-    if (Parents[0].get<FunctionDecl>() || Parents[0].get<LambdaExpr>()) {
-      return false;
-    }
-    const Stmt *Parent = Parents[0].get<Stmt>();
-    if (!Parent) {
-      continue;
-    }
-    const Expr *Condition = conditionOf(Parent);
-    // Not the condition itself: S is evaluated by every process that reaches the statement.
-    // Nor the sharded loop's own: every process runs it as often (the rewrite evens them).
-    if (Condition && Condition != Child && !iteratesShardedLoader(Parent, Ctx) &&
-        ((insideShardedLoop(Condition, Ctx) &&
-          differsInShardedLoop(Condition, FunctionBody, Ctx)) ||
-         Values.fromShard(Condition, 0))) {
-      return true;
-    }
-    Child = Parent;
-  }
-  return false;
+  // Not the condition S is in: S is evaluated by every process that reaches the statement.
+  // Nor the sharded loop's own: every process runs it as often (the rewrite evens them).
+  return anyConditionAround(S, Ctx, [&](const Stmt *Owner, const Expr *Condition) {
+    return !iteratesShardedLoader(Owner, Ctx) &&
+           ((insideShardedLoop(Condition, Ctx) &&
+             differsInShardedLoop(Condition, FunctionBody, Ctx)) ||
+            Values.fromShard(Condition, 0));
+  });
 }
 
 std::optional<DivergentStep> divergentStep(const Stmt *Loop, ASTContext &Ctx) {

@@ -48,6 +48,23 @@ const Expr *singleElement(const Expr *List) {
   return nullptr;
 }
 
+/// The tensor Backward differentiates: `loss` of `loss.backward()`, or the one tensor of
+/// `torch::autograd::backward({loss})`; null when there is none.
+const Expr *differentiatedLoss(const CallExpr *Backward) {
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Backward)) {
+    return Member->getImplicitObjectArgument();
+  }
+  return Backward->getNumArgs() > 0 ? singleElement(Backward->getArg(0)) : nullptr;
+}
+
+/// Whether Backward is in a planned loop over a sharded loader: each process computes its
+/// loss on its own part of the batches.
+bool differentiatesShardedBatches(const CallExpr *Backward, ASTContext &Ctx) {
+  const LoopPlan *Plan =
+      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  return Plan && Plan->sound() && Plan->Loader;
+}
+
 /// The replacement for a backward call, or nullopt when accelerator.backward cannot take it.
 /// The loss as written, times accelerator.num_processes() when it sums over the batch's
 /// samples (BatchValues.h): the gradient all-reduce averages, so each process's gradient of
@@ -57,9 +74,7 @@ const Expr *singleElement(const Expr *List) {
 /// sharded loader): on data every process sees whole, the processes' gradients are the same.
 std::string lossText(const CallExpr *Backward, const Expr *Loss, std::string Written,
                      ASTContext &Ctx) {
-  const LoopPlan *Plan =
-      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
-  if (!Plan || !Plan->sound() || !Plan->Loader) {
+  if (!differentiatesShardedBatches(Backward, Ctx)) {
     return Written;
   }
   bool Sum = classifyBatchValue(Loss, Ctx) == BatchValue::Sum;
@@ -85,18 +100,8 @@ std::string lossText(const CallExpr *Backward, const Expr *Loss, std::string Wri
 /// Whether Backward differentiates a class-weighted mean (BatchValues.h) of a batch that each
 /// process computes on its own part of.
 bool weighsClassesOfShardedBatches(const CallExpr *Backward, ASTContext &Ctx) {
-  const LoopPlan *Plan =
-      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
-  if (!Plan || !Plan->sound() || !Plan->Loader) {
-    return false;
-  }
-  const Expr *Loss = nullptr;
-  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Backward)) {
-    Loss = Member->getImplicitObjectArgument();
-  } else if (Backward->getNumArgs() > 0) {
-    Loss = singleElement(Backward->getArg(0));
-  }
-  return Loss && averagesOverClassWeights(Loss, Ctx);
+  const Expr *Loss = differentiatedLoss(Backward);
+  return Loss && differentiatesShardedBatches(Backward, Ctx) && averagesOverClassWeights(Loss, Ctx);
 }
 
 /// Whether E adds up a term that sums over the batch's samples (BatchValues.h), through +, -,
@@ -150,50 +155,37 @@ bool hasSumTerm(const Expr *E, ASTContext &Ctx, int Depth = 0) {
 /// accelerator.backward would average the processes' gradients, right for a mean only, and
 /// scaling it all would scale the penalty too.
 bool differentiatesUnclearReduction(const CallExpr *Backward, ASTContext &Ctx) {
-  const LoopPlan *Plan =
-      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  // In a template's pattern a dependent loss classifies as nothing; its instantiations say.
   const FunctionDecl *Function = enclosingFunction(DynTypedNode::create(*Backward), Ctx);
-  if (!Plan || !Plan->sound() || !Plan->Loader || isInstantiatedPattern(Function)) {
-    return false;
-  }
-  const Expr *Loss = nullptr;
-  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Backward)) {
-    Loss = Member->getImplicitObjectArgument();
-  } else if (Backward->getNumArgs() > 0) {
-    Loss = singleElement(Backward->getArg(0));
-  }
-  if (!Loss || averagesOverClassWeights(Loss, Ctx)) {
+  const Expr *Loss = differentiatedLoss(Backward);
+  if (!Loss || !differentiatesShardedBatches(Backward, Ctx) || isInstantiatedPattern(Function) ||
+      averagesOverClassWeights(Loss, Ctx)) {
     return false;
   }
   const BatchValue Kind = classifyBatchValue(Loss, Ctx);
   return Kind != BatchValue::Mean && Kind != BatchValue::Sum && hasSumTerm(Loss, Ctx);
 }
 
+/// The backward call whose object Loss is (`loss` of `loss.backward()`), or null.
+const CXXMemberCallExpr *backwardCallOn(const Expr &Loss, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(Loss);
+  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
+  auto Up = Member ? Ctx.getParents(*Member) : DynTypedNodeList(DynTypedNode());
+  const auto *Call = Member && !Up.empty() ? Up[0].get<CXXMemberCallExpr>() : nullptr;
+  return Call && isBackwardCall(Call) ? Call : nullptr;
+}
+
 /// The tensor a backward call (`loss.backward()`) differentiates, when it is a class-weighted
 /// mean of batches each process computes on its own part of.
 AST_MATCHER(Expr, differentiatedClassWeighted) {
-  ASTContext &Ctx = Finder->getASTContext();
-  auto Parents = Ctx.getParents(Node);
-  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
-  const CXXMemberCallExpr *Call = nullptr;
-  if (Member) {
-    auto Up = Ctx.getParents(*Member);
-    Call = Up.empty() ? nullptr : Up[0].get<CXXMemberCallExpr>();
-  }
-  return Call && isBackwardCall(Call) && weighsClassesOfShardedBatches(Call, Ctx);
+  const CXXMemberCallExpr *Call = backwardCallOn(Node, Finder->getASTContext());
+  return Call && weighsClassesOfShardedBatches(Call, Finder->getASTContext());
 }
 
 /// The same for a loss whose reduction cannot be told (differentiatesUnclearReduction).
 AST_MATCHER(Expr, differentiatedUnclearReduction) {
-  ASTContext &Ctx = Finder->getASTContext();
-  auto Parents = Ctx.getParents(Node);
-  const auto *Member = Parents.empty() ? nullptr : Parents[0].get<MemberExpr>();
-  const CXXMemberCallExpr *Call = nullptr;
-  if (Member) {
-    auto Up = Ctx.getParents(*Member);
-    Call = Up.empty() ? nullptr : Up[0].get<CXXMemberCallExpr>();
-  }
-  return Call && isBackwardCall(Call) && differentiatesUnclearReduction(Call, Ctx);
+  const CXXMemberCallExpr *Call = backwardCallOn(Node, Finder->getASTContext());
+  return Call && differentiatesUnclearReduction(Call, Finder->getASTContext());
 }
 
 std::optional<std::string> replacement(const MatchResult &Match) {
