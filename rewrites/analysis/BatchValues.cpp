@@ -367,9 +367,13 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
     // every process (a gradient norm logged by hand is no batch statistic).
     return BatchValue::Constant;
   }
+  // Conversions, copies and new shapes of the same values (`counts.view({2, 2})`) are what
+  // they convert.
   if (Method == "item" || Method == "to" || Method == "cpu" || Method == "cuda" ||
       Method == "detach" || Method == "clone" || Method == "contiguous" || Method == "toType" ||
-      Method == "type" || Method == "float" || Method == "double" || Method == "squeeze") {
+      Method == "type" || Method == "float" || Method == "double" || Method == "squeeze" ||
+      Method == "view" || Method == "reshape" || Method == "view_as" || Method == "reshape_as" ||
+      Method == "flatten" || Method == "unsqueeze") {
     return Object();
   }
   if (Object() == BatchValue::Constant) {

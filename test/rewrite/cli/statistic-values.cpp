@@ -217,7 +217,7 @@ int main() {
     loss.backward();
     csgd.step();
     confusion.index_put_({target, logits.argmax(1)}, torch::ones_like(target), true);
-    predicted += torch::bincount(logits.argmax(1), {}, 2);
+    predicted += torch::bincount(logits.argmax(1), {}, 2).view({2});
     scaled.add_(loss.detach(), 0.5);
   }
   report_confusion("train", confusion);
