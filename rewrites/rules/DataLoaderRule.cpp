@@ -442,6 +442,113 @@ const Expr *arithmeticOn(const Expr *Ref, ASTContext &Ctx) {
   return nullptr;
 }
 
+/// Whether Call is a factory or method of LibTorch's whose integer arguments give a shape or a
+/// length (`torch::zeros({bs, 1})`, `torch::arange(bs)`, `x.view({bs, -1})`); InList: the
+/// argument is an element of a braced list (randint's and full's other numbers are values).
+bool takesShape(const CallExpr *Call, bool InList) {
+  const FunctionDecl *Callee = Call->getDirectCallee();
+  if (!Callee || !Callee->getDeclName().isIdentifier()) {
+    return false;
+  }
+  const llvm::StringRef Name = Callee->getName();
+  if (const auto *Method = dyn_cast<CXXMethodDecl>(Callee)) {
+    const std::string Owner = qualifiedName(Method->getParent());
+    return (Owner == "at::Tensor" || Owner == "at::TensorBase") &&
+           (Name == "view" || Name == "reshape" || Name == "expand" || Name.starts_with("new_"));
+  }
+  const std::string Qualified = qualifiedName(Callee);
+  if (!llvm::StringRef(Qualified).starts_with("torch::") &&
+      !llvm::StringRef(Qualified).starts_with("at::")) {
+    return false;
+  }
+  if (Name == "randint" || Name == "full") {
+    return InList;
+  }
+  return Name == "zeros" || Name == "ones" || Name == "empty" || Name == "rand" ||
+         Name == "randn" || Name == "arange" || Name == "eye" || Name == "randperm";
+}
+
+bool parameterShapesTensor(const FunctionDecl *Function, unsigned Index, ASTContext &Ctx,
+                           int Depth);
+
+/// The call Ref gives a tensor's shape to, through conversions and braced lists: a factory or
+/// method of LibTorch's (takesShape), or a function of the program whose parameter does
+/// (`model->init_hidden(batch_size)` making `torch::zeros({1, batch_size, hidden})`); or
+/// null.
+const CallExpr *shapedBy(const Expr *Ref, ASTContext &Ctx, int Depth = 0) {
+  DynTypedNode Current = DynTypedNode::create(*Ref);
+  bool InList = false;
+  for (int Step = 0; Step < 10; ++Step) {
+    auto Parents = Ctx.getParents(Current);
+    if (Parents.empty()) {
+      return nullptr;
+    }
+    if (Parents[0].get<InitListExpr>() || Parents[0].get<CXXStdInitializerListExpr>()) {
+      InList = true;
+      Current = Parents[0];
+      continue;
+    }
+    if (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<ExplicitCastExpr>() ||
+        Parents[0].get<ParenExpr>() || Parents[0].get<MaterializeTemporaryExpr>() ||
+        Parents[0].get<CXXBindTemporaryExpr>() ||
+        (Parents[0].get<CXXConstructExpr>() && !Parents[0].get<CXXTemporaryObjectExpr>())) {
+      Current = Parents[0];
+      continue;
+    }
+    const auto *Call = Parents[0].get<CallExpr>();
+    if (!Call || isa<CXXOperatorCallExpr>(Call)) {
+      return nullptr;
+    }
+    if (takesShape(Call, InList)) {
+      return Call;
+    }
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    const SourceManager &SM = Ctx.getSourceManager();
+    if (InList || !Callee || !Callee->getBody() ||
+        !SM.isWrittenInMainFile(SM.getExpansionLoc(Callee->getBody()->getBeginLoc()))) {
+      return nullptr;
+    }
+    for (unsigned I = 0; I < Call->getNumArgs(); ++I) {
+      if (Current.get<Expr>() == Call->getArg(I)) {
+        return parameterShapesTensor(Callee, I, Ctx, Depth) ? Call : nullptr;
+      }
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
+/// Whether E lies in a loop over a loader that is not sharded (an evaluation loop), whose
+/// batches stay whole under split_batches too.
+bool inEvaluationLoop(const Expr *E, ASTContext &Ctx) {
+  DynTypedNode Current = DynTypedNode::create(*E);
+  for (auto Parents = Ctx.getParents(Current); !Parents.empty();
+       Parents = Ctx.getParents(Parents[0])) {
+    if (const auto *Loop = Parents[0].get<CXXForRangeStmt>()) {
+      const VarDecl *Loader = iteratedVar(Loop);
+      if (Loader && makeDataLoaderInit(Loader) && !isShardedLoader(Loader, Ctx)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// Whether Function's parameter Index gives a tensor's shape in its body (shapedBy).
+bool parameterShapesTensor(const FunctionDecl *Function, unsigned Index, ASTContext &Ctx,
+                           int Depth) {
+  if (Depth >= 2 || Index >= Function->getNumParams()) {
+    return false;
+  }
+  const ParmVarDecl *Param = Function->getParamDecl(Index);
+  bool Shapes = false;
+  forEachStmt(Function->getBody(), [&](const Stmt *S) {
+    const auto *Use = dyn_cast<DeclRefExpr>(S);
+    Shapes = Shapes || (Use && Use->getDecl() == Param && shapedBy(Use, Ctx, Depth + 1));
+  });
+  return Shapes;
+}
+
 /// Arithmetic with the variable that sets a training loader's batch size (`n / batch_size`
 /// steps per epoch, `seen += batch_size`, `loss.sum() / batch_size`): it is one process's batch
 /// in the default loader mode and the global batch under split_batches.
@@ -452,7 +559,8 @@ AST_MATCHER(DeclRefExpr, computesWithTrainingBatchSize) {
   // the MNIST example writes it), looked for in the function that reads it.
   const bool FileScope = Var && Var->hasGlobalStorage() && !Var->isStaticLocal();
   if (!Var || !Var->getType()->isIntegerType() ||
-      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var) || FileScope) || !arithmeticOn(&Node, Ctx)) {
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var) || FileScope) ||
+      !(arithmeticOn(&Node, Ctx) || (shapedBy(&Node, Ctx) && !inEvaluationLoop(&Node, Ctx)))) {
     return false;
   }
   const auto *Function = FileScope ? enclosingFunction(DynTypedNode::create(Node), Ctx)
@@ -470,7 +578,8 @@ AST_MATCHER(MemberExpr, computesWithTrainingBatchSizeMember) {
   const auto *Field = dyn_cast<FieldDecl>(Node.getMemberDecl());
   const VarDecl *Var = namedVar(Node.getBase());
   if (!Field || !Field->getType()->isIntegerType() || !Var ||
-      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) || !arithmeticOn(&Node, Ctx)) {
+      !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var)) ||
+      !(arithmeticOn(&Node, Ctx) || (shapedBy(&Node, Ctx) && !inEvaluationLoop(&Node, Ctx)))) {
     return false;
   }
   const auto *Function = dyn_cast<FunctionDecl>(Var->getDeclContext());
@@ -627,6 +736,20 @@ Rule makeDataLoaderRule() {
                                          Ref, *Match.Context);
         const std::string What = Loader ? "' sets a training loader's batch size"
                                         : "' sizes the batches a training loop cuts by its counter";
+        if (const CallExpr *Shaped = shapedBy(Ref, *Match.Context);
+            Shaped && !arithmeticOn(Ref, *Match.Context)) {
+          // A tensor the size of one batch: right by default, N times too many rows under
+          // split_batches.
+          return "'" + Name + What + ", and this tensor is shaped by it (`" +
+                 sourceText(Shaped, *Match.Context) +
+                 "`): by default each process takes batches of " + Name +
+                 ", as written; under split_batches (accel launch --split_batches) a process "
+                 "holds " +
+                 Name +
+                 " / accelerator.num_processes() rows of each, so a tensor made for a "
+                 "batch would not fit it. Shape it by the rows of the batch (its size(0)) "
+                 "instead, or launch without --split_batches";
+        }
         if (const Expr *Arithmetic = arithmeticOn(Ref, *Match.Context);
             Arithmetic && isTensorType(Arithmetic->getType())) {
           // A loss scaled by the batch size: right by default, 1/N of it under split_batches.

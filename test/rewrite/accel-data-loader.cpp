@@ -323,6 +323,38 @@ void loss_per_configured_batch(torch::nn::Linear &model, torch::optim::Optimizer
   }
 }
 
+// A tensor shaped by that batch size (labels, a recurrent model's first hidden state, made by
+// a method of the program's): right by default, a batch's worth of rows too many under
+// split_batches, where a process holds part of each batch; warned. One shaped by the batch's
+// own rows is right both ways.
+struct Recurrent : torch::nn::Module {
+  torch::nn::GRU gru = register_module("gru", torch::nn::GRU(4, 3));
+  torch::Tensor init_hidden(int64_t rows) { return torch::zeros({1, rows, 3}); }
+};
+void shaped_by_configured_batch(torch::nn::Linear &model, torch::optim::Optimizer &optimizer,
+                                Recurrent &rnn, int64_t batch_size) {
+  auto loader = torch::data::make_data_loader(Data(torch::randn({8, 4})), batch_size);
+  for (auto &b : *loader) {
+    optimizer.zero_grad();
+    auto labels = torch::ones({batch_size, 1});
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:32: warning: 'batch_size' sets a training loader's batch size, and this tensor is shaped by it (`torch::ones({batch_size, 1})`): by default each process takes batches of batch_size, as written; under split_batches (accel launch --split_batches) a process holds batch_size / accelerator.num_processes() rows of each, so a tensor made for a batch would not fit it. Shape it by the rows of the batch (its size(0)) instead, or launch without --split_batches [accel-data-loader]
+    auto h = rnn.init_hidden(batch_size);
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'batch_size' sets a training loader's batch size, and this tensor is shaped by it (`rnn.init_hidden(batch_size)`){{.*}} [accel-data-loader]
+    auto ids = torch::arange(batch_size);
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:30: warning: 'batch_size' sets a training loader's batch size, and this tensor is shaped by it (`torch::arange(batch_size)`){{.*}} [accel-data-loader]
+    auto right = torch::zeros({b[0].data.size(0), 1});
+    auto loss = torch::mse_loss(model(b[0].data.view({-1, 4})).narrow(1, 0, 1), labels + right) +
+                h.mean() + ids.to(torch::kFloat).mean();
+    loss.backward();
+    optimizer.step();
+  }
+  // An evaluation loader's batches stay whole: not warned.
+  auto test = torch::data::make_data_loader(Data(torch::randn({4, 4})), batch_size);
+  for (auto &b : *test) {
+    auto error = (model(b[0].data) - torch::ones({batch_size, 1})).abs().sum();
+  }
+}
+
 // A loader a factory of the program's own makes, for training and for evaluation alike: the
 // training one is prepared whole, as the factory returns it; the factory stays as written.
 auto make_loader(int64_t rows, int64_t batch) {
@@ -426,6 +458,8 @@ int main() {
   schedule_from_settings(model, optimizer);
   batches_per_epoch(model, optimizer);
   loss_per_configured_batch(model, optimizer, 4);
+  Recurrent rnn;
+  shaped_by_configured_batch(model, optimizer, rnn, 4);
   from_a_factory(model, optimizer, 2);
   from_a_holder(model, optimizer);
   torch::NoGradGuard no_grad;
