@@ -433,6 +433,8 @@ BatchValue tensorMethodCall(const CXXMemberCallExpr *Call, llvm::StringRef Metho
 
 } // namespace
 
+bool countsBatchSamples(const Expr *E) { return countsSamples(E, 0); }
+
 bool declaredEmpty(const VarDecl *Var) {
   const auto *Construct = dyn_cast_or_null<CXXConstructExpr>(
       Var->getInit() ? Var->getInit()->IgnoreImplicit() : nullptr);

@@ -51,6 +51,10 @@ BatchValue classifyBatchValue(const clang::Expr *E, clang::ASTContext &Ctx, int 
 /// gradients) is not the global batch's.
 bool averagesOverClassWeights(const clang::Expr *Loss, clang::ASTContext &Ctx, int Depth = 0);
 
+/// Whether E counts the batch's samples: its size (`x.size(0)`, `numel()`), a mask's sum
+/// (`mask.sum()`), or a local variable holding one.
+bool countsBatchSamples(const clang::Expr *E);
+
 /// Declared without a value: `torch::Tensor loss;`, `double last;`.
 bool declaredEmpty(const clang::VarDecl *Var);
 /// The values `Var = value` assigns in its function (a tensor's operator= too), in order.

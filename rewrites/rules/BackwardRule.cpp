@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuleFactories.h"
 #include "analysis/AnalysisContext.h"
+#include "analysis/BatchCoupling.h"
 #include "analysis/BatchValues.h"
 #include "analysis/SetupFunction.h"
 #include "analysis/TrainingLoops.h"
@@ -261,6 +262,22 @@ std::optional<std::string> replacement(const MatchResult &Match) {
   return Text + ")";
 }
 
+/// Where the loss Backward differentiates couples the rows of batches each process has its
+/// own part of (BatchCoupling.h), or null.
+const Expr *couplingOfShardedBatches(const CallExpr *Backward, ASTContext &Ctx) {
+  const LoopPlan *Plan =
+      AnalysisContext::of(Ctx).trainingPlans().planOf(Backward, Ctx.getSourceManager());
+  const Expr *Loss = differentiatedLoss(Backward);
+  return Loss && Plan && Plan->sound() && Plan->Loader ? rowCoupling(Loss, Plan->Unit, Ctx)
+                                                       : nullptr;
+}
+
+/// The same for a loss that couples the rows of its batch.
+AST_MATCHER(Expr, differentiatedCoupled) {
+  const CXXMemberCallExpr *Call = backwardCallOn(Node, Finder->getASTContext());
+  return Call && couplingOfShardedBatches(Call, Finder->getASTContext());
+}
+
 AST_MATCHER(CallExpr, beforePrepare) { return runsBeforePrepare(&Node, Finder->getASTContext()); }
 
 } // namespace
@@ -312,8 +329,25 @@ Rule makeBackwardRule() {
                    "of the original's. Multiply each term summed over the batch by "
                    "accelerator.num_processes() by hand (`accelerator.backward(recon + kl * "
                    "accelerator.num_processes())`), leaving means and penalties as they are"));
+  auto CoupledLoss = makeRule(
+      expr(inUserCode(), differentiatedCoupled()).bind("loss"), noEdits(),
+      finding(Finding::Warning, "loss", [](const MatchResult &Match) {
+        ASTContext &Ctx = *Match.Context;
+        const auto *Loss = Match.Nodes.getNodeAs<Expr>("loss");
+        const Expr *Coupling = couplingOfShardedBatches(backwardCallOn(*Loss, Ctx), Ctx);
+        const SourceManager &SM = Ctx.getSourceManager();
+        return "this loss relates the batch's rows to each other (`" + sourceText(Coupling, Ctx) +
+               "`, line " + std::to_string(SM.getExpansionLineNumber(Coupling->getBeginLoc())) +
+               ": a value reduced over the batch combined with each row, or rows compared "
+               "with rows): each process computes it over its own rows only, so the loss and "
+               "the averaged gradients are not the original's at the global batch (they are "
+               "what PyTorch's DDP computes: fewer in-batch negatives or batch statistics of "
+               "fewer rows), and accel verify cannot match the original exactly. Keep it if "
+               "per-process batches are what you want; otherwise compute the batch-wide values "
+               "from data every process holds, or train this loop on one process";
+      }));
   return applyFirst<Finding>(
-      {WeightedLoss, UnclearLoss,
+      {WeightedLoss, UnclearLoss, CoupledLoss,
        makeRule(callExpr(Backward, beforePrepare()), noEdits(),
                 explain("call", "this backward runs before prepare (a demonstration such as a "
                                 "gradient check): left as written, no setting applies yet")),

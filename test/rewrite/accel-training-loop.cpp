@@ -293,6 +293,68 @@ void sum_in_options_variable() {
   }
 }
 
+// A loss that relates the batch's rows to each other: each process computes it over its own
+// rows, which is not the original's at the global batch. Rewritten, with a warning at the
+// loss that names where the rows meet: a mean over the batch set against each row (a
+// relativistic GAN's critic), rows compared with rows (in-batch negatives), also in a helper.
+void relativistic() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto real = model->forward(batch.data);
+    auto fake = model->forward(batch.data * 2);
+    auto loss = torch::relu(1 - (real - fake.mean())).mean();
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`real - fake.mean()`, line [[@LINE-2]]: a value reduced over the batch combined with each row, or rows compared with rows): each process computes it over its own rows only{{.*}} [accel-backward]
+    // CHECK-FIXES: {{^}}    accelerator.backward(loss);
+    optimizer.step();
+  }
+}
+torch::Tensor in_batch_negatives(const torch::Tensor &a, const torch::Tensor &b) {
+  auto logits = torch::matmul(a, b.transpose(0, 1));
+  return torch::nn::functional::cross_entropy(logits, torch::arange(a.size(0)));
+}
+void contrastive() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto loader = torch::data::make_data_loader(make_dataset(), 8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto z = model->forward(batch.data);
+    auto gram = z.mm(z.t()).sum();
+    gram.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`z.mm(z.t())`, line [[@LINE-2]]{{.*}} [accel-backward]
+    auto loss = in_batch_negatives(z, model->forward(batch.data + 1));
+    loss.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`torch::matmul(a, b.transpose(0, 1))`, line {{[0-9]+}}{{.*}} [accel-backward]
+    optimizer.step();
+  }
+}
+// Not couplings: data standardised before the loop (the same on every process), a mean over
+// the batch's rows divided by their count, each row normalised by its own norm, the rows
+// against the model's weights.
+void rows_on_their_own() {
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto X = torch::randn({32, 4});
+  X = (X - X.mean(0)) / X.std(0);
+  auto loader = torch::data::make_data_loader(
+      torch::data::datasets::TensorDataset(X).map(
+          torch::data::transforms::Stack<torch::data::TensorExample>()),
+      8);
+  for (auto &batch : *loader) {
+    optimizer.zero_grad();
+    auto out = model->forward(batch.data / batch.data.norm(2, 1, true));
+    auto loss = (out / out.size(0)).pow(2).mean() +
+                batch.data.mm(model->fc->weight.t()).pow(2).mean();
+    loss.backward();
+    // CHECK-FIXES: {{^}}    accelerator.backward(loss);
+    optimizer.step();
+  }
+}
+
 // Batches cut by hand with a loop's counter that the loop also uses for something else (a
 // progress line): each process would run other iterations than the original, so the loop is
 // declined. One that leaves early is too.
