@@ -25,7 +25,11 @@ def llvm_tool(name):
 
 
 accel_rewrite = os.path.join(config.accel_tools_dir, "accel-rewrite")
-torch_flags = ["-std=c++17"] + [f"-isystem {d}" for d in config.torch_include_dirs]
+# With the runtime's include directory, so that a rewrite's second pass (which sees
+# <accelerate/accelerate.h>) parses with the flags of the first and shares its preamble.
+runtime_include = os.path.join(config.accel_src_root, "runtime", "include")
+torch_flags = (["-std=c++17"] + [f"-isystem {d}" for d in config.torch_include_dirs]
+               + [f"-I{runtime_include}"])
 utils = os.path.join(config.test_source_root, "rewrite", "utils")
 # The tool's default flags as a compile_flags.txt (one argument a line), for tests whose files
 # the language server opens: it looks for a compilation database in the file's directory and
@@ -59,7 +63,7 @@ config.substitutions += [
     ("%accel_tidy_plugin", os.path.join(config.accel_lib_dir, "libAccelTidyModule.so")),
     (r"%clang-tidy(?![\w-])", llvm_tool("clang-tidy")),
     (r"%clang-apply-replacements(?![\w-])", llvm_tool("clang-apply-replacements")),
-    ("%runtime_include", os.path.join(config.accel_src_root, "runtime", "include")),
+    ("%runtime_include", runtime_include),
     (r"%clangxx(?![\w-])", llvm_tool("clang++")),
     ("%accel_version", config.accel_version),
     ("%llvm_version", config.llvm_version),

@@ -101,9 +101,8 @@ std::string directiveTokens(llvm::StringRef Preamble, const clang::LangOptions &
 /// Everything that changes what the preamble's PCH holds, except the headers' contents
 /// (those are checked on each use, see changedDependency): the directives, the compile
 /// flags, this clang, and the directories relative names are looked up in.
-std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef PreambleText,
-                   llvm::StringRef Directives, llvm::StringRef MainFile,
-                   llvm::vfs::FileSystem &FS) {
+std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef Directives,
+                   llvm::StringRef MainFile, llvm::vfs::FileSystem &FS) {
   clang::CompilerInvocation Flags(Invocation);
   // What names this one file, and what only code generation reads.
   Flags.getFrontendOpts().Inputs.clear();
@@ -115,6 +114,17 @@ std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef 
   // The driver adds these only when stderr is a terminal; they change no declaration.
   Flags.getDiagnosticOpts().ShowColors = false;
   Flags.getDiagnosticOpts().MessageLength = 0;
+  // A directory given twice is searched once (clang drops the later one): `-I dir` repeated
+  // by a build that also passes it through its own flags means the same.
+  auto &Entries = Flags.getHeaderSearchOpts().UserEntries;
+  for (auto Entry = Entries.begin(); Entry != Entries.end();) {
+    const bool Repeated = std::any_of(Entries.begin(), Entry, [&](const auto &Earlier) {
+      return Earlier.Path == Entry->Path && Earlier.Group == Entry->Group &&
+             Earlier.IsFramework == Entry->IsFramework &&
+             Earlier.IgnoreSysRoot == Entry->IgnoreSysRoot;
+    });
+    Entry = Repeated ? Entries.erase(Entry) : Entry + 1;
+  }
   std::string Key;
   llvm::raw_string_ostream Out(Key);
   Out << FormatVersion << '\0' << clang::getClangFullRepositoryVersion() << '\0';
@@ -122,8 +132,9 @@ std::string keyFor(const clang::CompilerInvocation &Invocation, llvm::StringRef 
     Out << Arg << '\0';
   }
   Out << Directives << '\0';
-  // "file.h" is looked up next to the including file first.
-  if (PreambleText.contains('"')) {
+  // "file.h" is looked up next to the including file first (a quote in a comment names no
+  // file: the directives are what counts).
+  if (Directives.contains('"')) {
     Out << llvm::sys::path::parent_path(MainFile) << '\0';
   }
   // -I dir (relative) is looked up from the working directory.
@@ -385,7 +396,7 @@ PreambleCache::get(const clang::CompilerInvocation &Invocation, llvm::StringRef 
   }
   llvm::SmallString<256> MainFile(Frontend.Inputs[0].getFile());
   FS->makeAbsolute(MainFile);
-  std::string Key = keyFor(Invocation, PreambleText, Directives, MainFile, *FS);
+  std::string Key = keyFor(Invocation, Directives, MainFile, *FS);
 
   Slot *Entry;
   {

@@ -20,7 +20,9 @@ usage: fixed-point.py --tool ACCEL_REWRITE --src-root ROOT --work DIR [-j N] [--
 Flags: C++17 for the lit inputs (what their RUN lines give with %torch_flags), C++20 for the
 corpus and the example (what their CMake targets compile with); LibTorch's include directories
 as -isystem, and the runtime's include directory so that the second pass sees
-<accelerate/accelerate.h>, which the first inserts.
+<accelerate/accelerate.h>, which the first inserts: the flags of the lit tests' %torch_flags,
+so that a lit input's parse reuses the preamble its own test built. The source's directory is
+added (-I) only for a file that includes a header by a quoted name.
 """
 import argparse
 import concurrent.futures
@@ -96,12 +98,16 @@ def check(args, relative, std):
     stem = relative.replace("/", "__")
     first = os.path.join(args.work, stem + ".pass1.cpp")
     second = os.path.join(args.work, stem + ".pass2.cpp")
+    # The flags of the lit tests' %torch_flags, so that a lit input's parse shares the preamble
+    # its own test built (the cache keys on them).
     flags = [f"-std={std}"] + [f"-isystem{d}" for d in args.torch_include_dirs]
     if args.runtime_include:
         flags.append(f"-I{args.runtime_include}")
     # Corpus programs include their own headers (models/classifier.h) relative to the source;
     # the first pass's output lives elsewhere.
-    flags.append(f"-I{os.path.dirname(source)}")
+    with open(source, encoding="utf-8", errors="replace") as text:
+        if re.search(r'^\s*#\s*include\s*"', text.read(), re.MULTILINE):
+            flags.append(f"-I{os.path.dirname(source)}")
     passes = [(first, source), (second, first)]
     built = build_rewrite(args, relative)
     if built:
