@@ -168,17 +168,18 @@ message(STATUS "accel: LibTorch ${ACCEL_TORCH_VERSION} from ${Torch_DIR}")
 
 # Parsing <torch/torch.h> is most of the compile time of every file that includes it (a corpus
 # program: 65 s to compile without it, 29 s with it). With ACCEL_PRECOMPILE_HEADERS it is parsed
-# once per build: for the runtime library, built position-independent, and once more for every
-# executable that includes it (GCC refuses a header precompiled with -fPIC in a -fPIE compile).
-# CMake adds -Winvalid-pch, so a header that does not fit is never skipped silently. Loading the
+# once per build for the runtime library, built position-independent, and the executables
+# outside test/ (accel-selftest, the examples) reuse it, compiled -fPIC themselves (GCC refuses
+# a header precompiled with -fPIC in a -fPIE compile; a header of their own cost 99 s of a
+# contended cold build); test/ has one of its own, for the tests' flags. CMake adds -Winvalid-pch, so a header that does not fit is never skipped silently. Loading the
 # 0.9 GB header costs seconds too, so files that do not include LibTorch are left without it
 # (SKIP_PRECOMPILE_HEADERS). The rule library precompiles the clang headers it uses instead
 # (rewrites/CMakeLists.txt).
 # accel_precompile_torch(TARGET [OWNER]): TARGET compiles with the precompiled <torch/torch.h>,
 # an executable without debug information unless ACCEL_TEST_DEBUG_INFO (CMakeLists.txt says why).
-# OWNER builds it (accel_runtime; accel-selftest for the executables; accel_test_torch_pch for
-# everything under test/, which compiles with the tests' flags); the others reuse
-# accel-selftest's, or accel_test_torch_pch's under test/.
+# OWNER builds it (accel_runtime; accel_test_torch_pch for everything under test/, which
+# compiles with the tests' flags); the others reuse accel_runtime's, or accel_test_torch_pch's
+# under test/.
 function(accel_precompile_torch target)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
@@ -189,9 +190,12 @@ function(accel_precompile_torch target)
   endif()
   get_target_property(source_dir ${target} SOURCE_DIR)
   string(FIND "${source_dir}/" "${PROJECT_SOURCE_DIR}/test/" under_test)
-  set(owner accel-selftest)
+  set(owner accel_runtime)
   if(under_test EQUAL 0)
     set(owner accel_test_torch_pch)
+  elseif(type STREQUAL "EXECUTABLE")
+    # The runtime's header is position-independent; -fPIC code links into a PIE executable.
+    target_compile_options(${target} PRIVATE -fPIC)
   endif()
   if(ARGV1 STREQUAL "OWNER")
     target_precompile_headers(${target} PRIVATE <torch/torch.h>)
