@@ -329,6 +329,12 @@ void contrastive() {
     auto loss = in_batch_negatives(z, model->forward(batch.data + 1));
     loss.backward();
     // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`torch::matmul(a, b.transpose(0, 1))`, line {{[0-9]+}}{{.*}} [accel-backward]
+    auto distances = torch::cdist(z, model->forward(batch.data + 2)).mean();
+    distances.backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`torch::cdist(z, model->forward(batch.data + 2))`, line [[@LINE-2]]{{.*}} [accel-backward]
+    auto advantage = (z - z.mean()) / (z.std() + 1e-8);
+    (advantage * z).sum().backward();
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`z - z.mean()`, line [[@LINE-2]]{{.*}} [accel-backward]
     optimizer.step();
   }
 }
