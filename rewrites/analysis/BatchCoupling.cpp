@@ -4,6 +4,7 @@
 #include "analysis/BatchValues.h"
 
 #include "support/Calls.h"
+#include "support/LibTorchTypes.h"
 
 #include "clang/AST/ExprCXX.h"
 
@@ -16,17 +17,6 @@ namespace {
 
 /// How many variables and functions deep the loss is followed.
 constexpr int MaxDepth = 4;
-
-/// The name of a tensor method called (`mean` of `x.mean()`), or "".
-llvm::StringRef tensorMethodName(const Expr *E) {
-  const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(E);
-  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
-  if (!Method || !Method->getDeclName().isIdentifier()) {
-    return "";
-  }
-  const std::string Owner = qualifiedName(Method->getParent());
-  return Owner == "at::Tensor" || Owner == "at::TensorBase" ? Method->getName() : "";
-}
 
 /// The function of LibTorch's that Call calls, without its namespace (`mm` of torch::mm), or
 /// "".

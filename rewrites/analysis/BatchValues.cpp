@@ -25,16 +25,6 @@ namespace {
 /// assignments); the expressions themselves are walked whole.
 constexpr int MaxDepth = 6;
 
-/// The method name of a call of a tensor method, or "".
-llvm::StringRef tensorMethod(const CXXMemberCallExpr *Call) {
-  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
-  if (!Method || !Method->getDeclName().isIdentifier()) {
-    return "";
-  }
-  std::string Owner = qualifiedName(Method->getParent());
-  return Owner == "at::Tensor" || Owner == "at::TensorBase" ? Method->getName() : "";
-}
-
 /// A written integer literal argument, or -1.
 int64_t literalArg(llvm::ArrayRef<const Expr *> Args, size_t Index) {
   if (Index >= Args.size()) {
@@ -235,7 +225,7 @@ bool isMask(const Expr *E, int Depth) {
            Kind == OO_Greater || Kind == OO_LessEqual || Kind == OO_GreaterEqual;
   }
   if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E)) {
-    llvm::StringRef Method = tensorMethod(Call);
+    llvm::StringRef Method = tensorMethodName(Call);
     if (Method == "eq" || Method == "ne" || Method == "gt" || Method == "lt" || Method == "ge" ||
         Method == "le") {
       return true;
@@ -263,7 +253,7 @@ bool countsSamples(const Expr *E, int Depth) {
     return countsSamples(Cast->getSubExpr(), Depth + 1);
   }
   if (const auto *Call = dyn_cast<CXXMemberCallExpr>(E)) {
-    llvm::StringRef Method = tensorMethod(Call);
+    llvm::StringRef Method = tensorMethodName(Call);
     // A tensor's size or numel, or a batch's that is a list of samples (`batch.size()`).
     const CXXMethodDecl *Declared = Call->getMethodDecl();
     if (Method == "size" || Method == "numel" ||
@@ -570,7 +560,7 @@ BatchValue classifyBatchValue(const Expr *E, ASTContext &Ctx, int Depth) {
     }
   }
   if (const auto *Member = dyn_cast<CXXMemberCallExpr>(E)) {
-    if (llvm::StringRef Method = tensorMethod(Member); !Method.empty()) {
+    if (llvm::StringRef Method = tensorMethodName(Member); !Method.empty()) {
       return tensorMethodCall(Member, Method, Ctx, Depth);
     }
     // `loss.item().toDouble()` converts the c10::Scalar that item() returns: it is classified

@@ -278,6 +278,12 @@ AST_MATCHER(Expr, differentiatedCoupled) {
   return Call && couplingOfShardedBatches(Call, Finder->getASTContext());
 }
 
+/// A warning at the loss a backward differentiates, where Loss matches it: the call itself is
+/// rewritten, and a warning finding of the call's would drop its edit.
+Rule lossWarning(ast_matchers::internal::Matcher<Expr> Loss, Generator<Finding> Warning) {
+  return makeRule(expr(inUserCode(), std::move(Loss)).bind("loss"), noEdits(), std::move(Warning));
+}
+
 AST_MATCHER(CallExpr, beforePrepare) { return runsBeforePrepare(&Node, Finder->getASTContext()); }
 
 } // namespace
@@ -308,10 +314,8 @@ Rule makeBackwardRule() {
     }
     return Result;
   });
-  // The warning for a class-weighted loss is the loss's (the call itself is rewritten, and a
-  // warning finding of the call's would drop its edit).
-  auto WeightedLoss = makeRule(
-      expr(inUserCode(), differentiatedClassWeighted()).bind("loss"), noEdits(),
+  auto WeightedLoss = lossWarning(
+      differentiatedClassWeighted(),
       warn("loss", "this loss is averaged with class weights (or an ignore_index), so it "
                    "divides by the weights of this process's targets, not of the global "
                    "batch's: the averaged gradient, and the loss accel-reduce would print, "
@@ -319,8 +323,8 @@ Rule makeBackwardRule() {
                    "original's exactly, make the loss's reduction kSum and divide it by "
                    "accelerator.reduce(weight.index_select(0, target).sum(), \"sum\"), times "
                    "accelerator.num_processes()"));
-  auto UnclearLoss = makeRule(
-      expr(inUserCode(), differentiatedUnclearReduction()).bind("loss"), noEdits(),
+  auto UnclearLoss = lossWarning(
+      differentiatedUnclearReduction(),
       warn("loss", "accel-rewrite cannot tell whether this loss is a mean or a sum over the "
                    "batch's samples (it adds a mean and a sum, or a sum and a term that does "
                    "not depend on the batch, such as a penalty on the weights): "
@@ -329,9 +333,8 @@ Rule makeBackwardRule() {
                    "of the original's. Multiply each term summed over the batch by "
                    "accelerator.num_processes() by hand (`accelerator.backward(recon + kl * "
                    "accelerator.num_processes())`), leaving means and penalties as they are"));
-  auto CoupledLoss = makeRule(
-      expr(inUserCode(), differentiatedCoupled()).bind("loss"), noEdits(),
-      finding(Finding::Warning, "loss", [](const MatchResult &Match) {
+  auto CoupledLoss = lossWarning(
+      differentiatedCoupled(), finding(Finding::Warning, "loss", [](const MatchResult &Match) {
         ASTContext &Ctx = *Match.Context;
         const auto *Loss = Match.Nodes.getNodeAs<Expr>("loss");
         const Expr *Coupling = couplingOfShardedBatches(backwardCallOn(*Loss, Ctx), Ctx);

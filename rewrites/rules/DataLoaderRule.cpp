@@ -451,10 +451,10 @@ bool takesShape(const CallExpr *Call, bool InList) {
     return false;
   }
   const llvm::StringRef Name = Callee->getName();
-  if (const auto *Method = dyn_cast<CXXMethodDecl>(Callee)) {
-    const std::string Owner = qualifiedName(Method->getParent());
-    return (Owner == "at::Tensor" || Owner == "at::TensorBase") &&
-           (Name == "view" || Name == "reshape" || Name == "expand" || Name.starts_with("new_"));
+  if (isa<CXXMethodDecl>(Callee)) {
+    const llvm::StringRef Method = tensorMethodName(Call);
+    return Method == "view" || Method == "reshape" || Method == "expand" ||
+           Method.starts_with("new_");
   }
   const std::string Qualified = qualifiedName(Callee);
   if (!llvm::StringRef(Qualified).starts_with("torch::") &&

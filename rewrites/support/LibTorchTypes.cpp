@@ -5,10 +5,21 @@
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
+#include "clang/AST/ExprCXX.h"
 
 using namespace clang;
 
 namespace accel::rewrites {
+
+llvm::StringRef tensorMethodName(const Stmt *S) {
+  const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(S);
+  const CXXMethodDecl *Method = Call ? Call->getMethodDecl() : nullptr;
+  if (!Method || !Method->getDeclName().isIdentifier()) {
+    return "";
+  }
+  const std::string Owner = qualifiedName(Method->getParent());
+  return Owner == "at::Tensor" || Owner == "at::TensorBase" ? Method->getName() : "";
+}
 
 const CXXRecordDecl *recordOf(QualType Type) {
   if (Type.isNull()) {

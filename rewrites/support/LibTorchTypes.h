@@ -32,6 +32,10 @@ clang::QualType smartPointee(clang::QualType Type);
 /// An optimizer, or a std::unique_ptr or std::shared_ptr to one (prepared as `*name`).
 bool isOptimizerOrPointerTo(clang::QualType Type);
 
+/// The name of the method of at::Tensor (or at::TensorBase) that S calls (`mean` of
+/// `x.mean()`), or "" when S is no such call.
+llvm::StringRef tensorMethodName(const clang::Stmt *S);
+
 /// The class a type names (through references and aliases), or null.
 const clang::CXXRecordDecl *recordOf(clang::QualType Type);
 
