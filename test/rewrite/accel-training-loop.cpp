@@ -303,11 +303,11 @@ void relativistic() {
   auto loader = torch::data::make_data_loader(make_dataset(), 8);
   for (auto &batch : *loader) {
     optimizer.zero_grad();
-    auto real = model->forward(batch.data);
-    auto fake = model->forward(batch.data * 2);
-    auto loss = torch::relu(1 - (real - fake.mean())).mean();
+    auto on_real = model->forward(batch.data);
+    auto on_generated = model->forward(batch.data * 2);
+    auto loss = torch::relu(1 - (on_real - on_generated.mean())).mean();
     loss.backward();
-    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`real - fake.mean()`, line [[@LINE-2]]: a value reduced over the batch combined with each row, or rows compared with rows): each process computes it over its own rows only{{.*}} [accel-backward]
+    // CHECK-MESSAGES: input.cpp:[[@LINE-1]]:5: warning: this loss relates the batch's rows to each other (`on_real - on_generated.mean()`, line [[@LINE-2]]: a value reduced over the batch combined with each row, or rows compared with rows): each process computes it over its own rows only{{.*}} [accel-backward]
     // CHECK-FIXES: {{^}}    accelerator.backward(loss);
     optimizer.step();
   }
